@@ -1,0 +1,175 @@
+"""The flight recorder: a run's spans and events spooled to disk as they happen.
+
+The spool lives under ``<workspace>/.agenttrail/spool/<run_id>/`` and holds ``run.json`` (identity,
+written at start), ``events.jsonl`` and ``trace.jsonl`` (OTLP/JSON, one document per line). Every line is
+written and flushed to the OS as it happens, so a worker killed with SIGKILL loses at most the line
+being written; memory stays bounded because nothing accumulates in the process. Files rotate at
+``max_file_bytes`` (``events.jsonl`` → ``events.1.jsonl`` …) and the oldest rotations beyond
+``max_files`` are deleted, so the spool is bounded on disk too (the manifest records the loss).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from ..bundle.spool import last_seq, spool_files  # noqa: F401 - re-exported
+from . import _otlp_json, names
+
+SPOOL_DIRNAME = ".agenttrail/spool"
+
+
+class _RotatingLines:
+    """An append-only JSON Lines file with size-based rotation; thread-safe."""
+
+    def __init__(self, path: Path, max_bytes: int, max_files: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.max_files = max_files
+        self.lock = threading.Lock()
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._size = self._fh.tell()
+        self.dropped_files = 0
+
+    def write(self, line: str) -> None:
+        # caller holds self.lock
+        self._fh.write(line)
+        self._fh.write("\n")
+        self._fh.flush()
+        self._size += len(line) + 1
+        if self._size >= self.max_bytes:
+            self._rotate()
+
+    def _rotate(self) -> None:
+        self._fh.close()
+        stem, suffix = self.path.name.split(".", 1)
+        # shift events.(n).jsonl up by one; drop the oldest past max_files
+        for n in range(self.max_files, 0, -1):
+            src = self.path.with_name(f"{stem}.{n}.{suffix}")
+            if src.exists():
+                if n >= self.max_files:
+                    src.unlink()
+                    self.dropped_files += 1
+                else:
+                    src.rename(self.path.with_name(f"{stem}.{n + 1}.{suffix}"))
+        self.path.rename(self.path.with_name(f"{stem}.1.{suffix}"))
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._size = 0
+
+    def close(self) -> None:
+        with self.lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+
+class Spool:
+    """One run's spool directory."""
+
+    def __init__(
+        self, directory: Path, *, max_file_bytes: int = 256 << 20, max_files: int = 8
+    ) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.events = _RotatingLines(directory / "events.jsonl", max_file_bytes, max_files)
+        self.trace = _RotatingLines(directory / "trace.jsonl", max_file_bytes, max_files)
+        self._seq = last_seq(directory)
+        self._prefixes: dict[int, tuple[str, str]] = {}
+
+    def write_event(self, record: dict[str, Any]) -> int:
+        """Assign the next ``seq`` and append the event; returns the seq."""
+        with self.events.lock:
+            self._seq += 1
+            record["seq"] = self._seq
+            self.events.write(json.dumps(record, separators=(",", ":"), default=str))
+            return self._seq
+
+    def write_span(self, span: ReadableSpan) -> None:
+        scope: InstrumentationScope | None = span.instrumentation_scope
+        key = id(scope)
+        body = json.dumps(_otlp_json.span_dict(span), separators=(",", ":"))
+        with self.trace.lock:
+            around = self._prefixes.get(key)
+            if around is None:
+                around = _otlp_json.document_prefix(span.resource, scope)
+                self._prefixes[key] = around
+            self.trace.write(around[0] + body + around[1])
+
+    @property
+    def dropped_files(self) -> int:
+        return self.events.dropped_files + self.trace.dropped_files
+
+    def close(self) -> None:
+        self.events.close()
+        self.trace.close()
+
+
+class RecorderProcessor(SpanProcessor):
+    """Stamps run identity on every span started inside a run, and spools it when it ends.
+
+    Stamping here (not in the decorators) also covers spans from other instrumentations — e.g. the
+    official OpenAI instrumentation's ``chat`` spans get ``gen_ai.conversation.id`` too.
+    """
+
+    def __init__(self) -> None:
+        self._spools: dict[str, Spool] = {}
+        self._llm_spans: dict[int, str | None] = {}
+        self._lock = threading.Lock()
+
+    def attach(self, run_id: str, spool: Spool) -> None:
+        with self._lock:
+            self._spools[run_id] = spool
+
+    def detach(self, run_id: str) -> None:
+        with self._lock:
+            self._spools.pop(run_id, None)
+
+    # -- LLM span de-duplication: an official instrumentation span nested in our @llm span owns the
+    # token counts; we record which library did so and do not count the tokens twice.
+    def watch_llm(self, span_id: int) -> None:
+        self._llm_spans[span_id] = None
+
+    def delegated(self, span_id: int) -> str | None:
+        return self._llm_spans.pop(span_id, None)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        from ._run import current_run  # local: avoids an import cycle at module load
+
+        run = current_run()
+        if run is not None:
+            span.set_attribute(names.CONVERSATION_ID, run.conversation_id)
+            span.set_attribute(names.RUN_ID, run.run_id)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        attrs = span.attributes or {}
+        if (
+            span.parent is not None
+            and span.parent.span_id in self._llm_spans
+            and attrs.get(names.USAGE_INPUT_TOKENS) is not None
+            and (span.instrumentation_scope is None or span.instrumentation_scope.name != "agenttrail")
+        ):
+            scope = span.instrumentation_scope
+            self._llm_spans[span.parent.span_id] = scope.name if scope else "unknown"
+        run_id = attrs.get(names.RUN_ID)
+        if run_id is None:
+            return
+        spool = self._spools.get(str(run_id))
+        if spool is not None:
+            try:
+                spool.write_span(span)
+            except Exception:  # noqa: BLE001 - never raise into the SDK / user code
+                from ._runtime import internal_error
+
+                internal_error("spooling a span")
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True

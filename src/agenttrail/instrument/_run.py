@@ -1,0 +1,425 @@
+"""``run(...)``: one agent run — its root span, its event log, its failure and its bundle."""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from . import names
+from ._content import safe_content, scrub, to_json
+from ._recorder import SPOOL_DIRNAME, Spool, last_seq
+from ._runtime import internal_error, state
+
+_current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("agenttrail_run", default=None)
+
+
+def current_run() -> Run | None:
+    """The run whose ``with`` block the caller is in (follows asyncio tasks and to_thread)."""
+    return _current.get()
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _worker_id() -> str:
+    return os.environ.get("AGENTTRAIL_WORKER_ID") or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _git_head(workspace: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(workspace), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+class RunFailed(Exception):
+    """Raised by ``Run.fail(..., raise_=True)`` to stop the harness; recorded as the run's failure."""
+
+    def __init__(self, failure_type: str, message: str) -> None:
+        super().__init__(message)
+        self.failure_type = failure_type
+
+
+class Operation:
+    """A side effect bracketed by ``operation.intent`` and ``operation.outcome`` events."""
+
+    def __init__(self, run: Run, operation_id: str, kind: str, target: str) -> None:
+        self.run = run
+        self.operation_id = operation_id
+        self.kind = kind
+        self.target = target
+        self.external_id: str | None = None
+        self.status = "unknown"
+
+    def succeeded(self, external_id: str | None = None) -> None:
+        self.status = "succeeded"
+        self.external_id = external_id
+
+
+class Run:
+    """A live run. Use as ``with agenttrail.run(...) as r:`` (or ``async with``)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        agent_name: str,
+        *,
+        workflow_name: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        seal_on_success: bool = False,
+        conversation_id: str | None = None,
+        bundle_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.workflow_name = workflow_name
+        self.budget = dict(budget or {})
+        self.workspace = Path(workspace or os.getcwd()).resolve()
+        self.resume = resume
+        self.seal_on_success = seal_on_success
+        self.conversation_id = conversation_id or run_id
+        self.bundle_options = dict(bundle_options or {})
+        self.status = "running"
+        self.failure: dict[str, str] | None = None
+        self.bundle_path: Path | None = None
+        self.tokens_used = 0
+        self.tool_calls = 0
+        self.inference_calls = 0
+        self._span: Span | None = None
+        self._token: contextvars.Token[Run | None] | None = None
+        self._ctx_token: object | None = None
+        self._spool: Spool | None = None
+        self._start = 0.0
+        self._lock = threading.Lock()
+        self._finished = False
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def spool_dir(self) -> Path:
+        return self.workspace / SPOOL_DIRNAME / _safe_name(self.run_id)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> Run:
+        self._begin()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._end(ev)
+
+    async def __aenter__(self) -> Run:
+        self._begin()
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self._end(ev)
+
+    def _begin(self) -> None:
+        self._start = time.perf_counter()
+        self._token = _current.set(self)
+        try:
+            s = state()
+            if self.workflow_name:
+                op, span_name = names.OP_INVOKE_WORKFLOW, f"invoke_workflow {self.workflow_name}"
+            else:
+                op, span_name = names.OP_INVOKE_AGENT, f"invoke_agent {self.agent_name}"
+            attrs: dict[str, Any] = {
+                names.OPERATION_NAME: op,
+                names.AGENT_NAME: self.agent_name,
+                names.SPAN_KIND: "run",
+            }
+            if self.workflow_name:
+                attrs[names.WORKFLOW_NAME] = self.workflow_name
+            self._span = s.tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=attrs)
+            self._ctx_token = _attach_span(self._span)
+            resumed = self.resume and self.spool_dir.exists() and last_seq(self.spool_dir) > 0
+            self._spool = Spool(self.spool_dir)
+            s.recorder.attach(self.run_id, self._spool)
+            if resumed:
+                self.event(names.EV_RUN_RESUMED, actor="system",
+                           data={"worker_id": _worker_id(), "from_checkpoint": self._last_checkpoint()})
+            else:
+                self._write_run_json()
+                self.event(names.EV_RUN_STARTED, actor="harness", data={
+                    "agent_name": self.agent_name, "workflow_name": self.workflow_name,
+                    "budget": self.budget, "worker_id": _worker_id()})
+        except Exception:  # noqa: BLE001
+            internal_error("starting a run")
+
+    def _write_run_json(self) -> None:
+        meta = {
+            "run_id": self.run_id, "agent_name": self.agent_name,
+            "workflow_name": self.workflow_name, "budget": self.budget,
+            "started_at": now_rfc3339(), "workspace": str(self.workspace),
+            "initial_commit": _git_head(self.workspace), "worker_id": _worker_id(),
+            "bundle_options": self.bundle_options,
+        }  # fmt: skip
+        (self.spool_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+
+    def _last_checkpoint(self) -> str | None:
+        path = self.spool_dir / "checkpoints.jsonl"
+        if not path.exists():
+            return None
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for raw in reversed(lines):
+            try:
+                return str(json.loads(raw)["checkpoint_id"])
+            except (ValueError, KeyError):
+                continue
+        return None
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            if exc is not None and self.failure is None:
+                if isinstance(exc, RunFailed):
+                    self.failure = {"type": exc.failure_type, "message": str(exc)}
+                else:
+                    self.failure = {"type": type(exc).__name__, "message": scrub(str(exc))[0]}
+                self.status = "cancelled" if isinstance(exc, (KeyboardInterrupt,)) else "failed"
+            elif self.failure is not None:
+                self.status = "failed"
+            elif self.status == "running":
+                self.status = "succeeded"
+            self._finish_span_and_metrics(exc)
+            self.event(names.EV_RUN_FINISHED, actor="harness", data={
+                "status": self.status,
+                "reason": self.failure["message"] if self.failure else None,
+                "failure_type": self.failure["type"] if self.failure else None})
+        except Exception:  # noqa: BLE001
+            internal_error("finishing a run")
+        finally:
+            s = state()
+            s.recorder.detach(self.run_id)
+            if self._ctx_token is not None:
+                _detach(self._ctx_token)
+            if self._token is not None:
+                _current.reset(self._token)
+            if self._spool is not None:
+                self._spool.close()
+        if self.status == "failed" or self.seal_on_success:
+            try:
+                self.bundle_path = self.seal()
+            except Exception:  # noqa: BLE001
+                internal_error("sealing the debug bundle")
+
+    def _finish_span_and_metrics(self, exc: BaseException | None) -> None:
+        s = state()
+        span = self._span
+        if span is not None:
+            span.set_attribute(names.RUN_STATUS, self.status)
+            if self.status == "failed" and self.failure is not None:
+                span.set_attribute(names.ERROR_TYPE, self.failure["type"])
+                span.set_status(Status(StatusCode.ERROR, self.failure["message"]))
+            span.end()
+        seconds = time.perf_counter() - self._start
+        agent = {names.AGENT_NAME: self.agent_name}
+        inst = s.instruments
+        if self.workflow_name:
+            inst.invoke_workflow_duration.record(seconds, {names.WORKFLOW_NAME: self.workflow_name})
+        err = {names.ERROR_TYPE: self.failure["type"]} if self.failure else {}
+        inst.invoke_agent_duration.record(seconds, {**agent, **err})
+        inst.agent_tool_calls.record(self.tool_calls, agent)
+        inst.agent_inference_calls.record(self.inference_calls, agent)
+        inst.runs.add(1, {**agent, names.RUN_STATUS: self.status})
+
+    # -- the event log ---------------------------------------------------------------------------
+    def event(self, type: str, *, actor: str | None = None, data: Mapping[str, Any] | None = None,
+              span: Span | None = None, emit_log: bool = True) -> int:
+        """Append one event to the run's log; returns its ``seq`` (0 if it could not be written)."""
+        try:
+            record: dict[str, Any] = {"ts": now_rfc3339(), "run_id": self.run_id, "type": type}
+            if actor:
+                record["actor"] = actor
+            sp = span or trace.get_current_span()
+            ctx = sp.get_span_context()
+            if ctx.is_valid:
+                record["trace_id"] = format(ctx.trace_id, "032x")
+                record["span_id"] = format(ctx.span_id, "016x")
+            if data:
+                record["data"] = {k: v for k, v in data.items() if v is not None}
+            seq = self._spool.write_event(record) if self._spool is not None else 0
+            if emit_log:
+                _emit_log(type, record)
+            return seq
+        except Exception:  # noqa: BLE001
+            internal_error("writing an event")
+            return 0
+
+    def signal(self, kind: str, by: str | None = None) -> int:
+        return self.event(names.EV_SIGNAL, actor="human", data={"kind": kind, "by": by})
+
+    def checkpoint(self, checkpoint_id: str, state_values: Any, *, step: int | None = None,
+                   parent_checkpoint_id: str | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> int:
+        """Record a checkpoint (spooled to checkpoints.jsonl) and a ``checkpoint.saved`` event."""
+        try:
+            line = {"checkpoint_id": checkpoint_id, "parent_checkpoint_id": parent_checkpoint_id,
+                    "ts": now_rfc3339(), "thread_id": self.conversation_id, "step": step,
+                    "values": state_values, "metadata": dict(metadata or {}), "pending_writes": []}
+            with open(self.spool_dir / "checkpoints.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(to_json(line) + "\n")
+            (self.spool_dir / "last_state.json").write_text(to_json(state_values), encoding="utf-8")
+        except Exception:  # noqa: BLE001
+            internal_error("writing a checkpoint")
+        return self.event(names.EV_CHECKPOINT_SAVED, actor="harness",
+                          data={"checkpoint_id": checkpoint_id, "step": step})
+
+    def fail(self, reason: str, *, type: str = "error", raise_: bool = False) -> None:
+        """Mark the run failed (budget, iteration cap, evaluation ...). Sealed at exit."""
+        self.failure = {"type": type, "message": reason}
+        self.status = "failed"
+        self.event(names.EV_ERROR, actor="harness", data={"type": type, "message": reason})
+        if raise_:
+            raise RunFailed(type, reason)
+
+    # -- operations --------------------------------------------------------------------------------
+    def operation_id(self, kind: str, target: str, key: str | None = None) -> str:
+        basis = f"{self.run_id}\x00{kind}\x00{target}\x00{key or ''}"
+        return "op_" + hashlib.sha256(basis.encode()).hexdigest()[:16]
+
+    @contextmanager
+    def operation(self, kind: str, target: str, args: Mapping[str, Any] | None = None, *,
+                  key: str | None = None) -> Iterator[Operation]:
+        """Bracket a side effect: ``operation.intent`` before, ``operation.outcome`` after.
+
+        The id is stable for (run id, kind, target, key), so a resumed worker finds unfinished
+        operations with ``pending_operations()`` and reconciles instead of repeating them.
+        """
+        from ._content import input_hash
+
+        op = Operation(self, self.operation_id(kind, target, key), kind, target)
+        self.event(names.EV_OPERATION_INTENT, actor="harness", data={
+            "operation_id": op.operation_id, "kind": kind, "target": target,
+            "args_hash": input_hash(dict(args or {}))})
+        try:
+            yield op
+        except BaseException:
+            self.event(names.EV_OPERATION_OUTCOME, actor="harness", data={
+                "operation_id": op.operation_id, "status": "failed"})
+            raise
+        if op.status == "unknown":
+            op.status = "succeeded"
+        self.event(names.EV_OPERATION_OUTCOME, actor="harness", data={
+            "operation_id": op.operation_id, "status": op.status, "external_id": op.external_id})
+
+    def pending_operations(self) -> list[dict[str, Any]]:
+        """Operations with an intent and no outcome in this run's spool (oldest first)."""
+        from ..bundle.spool import spool_files
+
+        intents: dict[str, dict[str, Any]] = {}
+        for path in spool_files(self.spool_dir, "events.jsonl"):
+            with open(path, encoding="utf-8") as fh:
+                for raw in fh:
+                    try:
+                        ev = json.loads(raw)
+                    except ValueError:
+                        continue
+                    data = ev.get("data") or {}
+                    if ev.get("type") == names.EV_OPERATION_INTENT:
+                        intents[data.get("operation_id", "")] = data
+                    elif ev.get("type") == names.EV_OPERATION_OUTCOME:
+                        intents.pop(data.get("operation_id", ""), None)
+        return list(intents.values())
+
+    # -- budget --------------------------------------------------------------------------------------
+    def add_tokens(self, n: int) -> None:
+        with self._lock:
+            self.tokens_used += n
+        limit = self.budget.get("tokens")
+        if limit:
+            state().instruments.budget_used.set(
+                min(self.tokens_used / float(limit), 10.0),
+                {names.AGENT_NAME: self.agent_name, "agenttrail.budget.kind": "tokens"})
+
+    # -- the bundle --------------------------------------------------------------------------------
+    def seal(self, out_dir: str | os.PathLike[str] | None = None, *, scrub_secrets: bool = True) -> Path:
+        """Seal this run's spool into a debug bundle (default ``<workspace>/_debug``)."""
+        from ..bundle.writer import BundleOptions, seal_spool
+
+        if self._spool is not None and not self._finished:
+            pass  # sealing a live run is allowed: it captures what was written so far
+        opts = BundleOptions.from_mapping(self.bundle_options)
+        opts.scrub = scrub_secrets and opts.scrub
+        return seal_spool(self.spool_dir, Path(out_dir) if out_dir else self.workspace / "_debug",
+                          status=self.status, failure=self.failure,
+                          capture_mode=state().capture.value, options=opts)
+
+
+def _safe_name(run_id: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    return keep.strip(".") or "run"
+
+
+def _attach_span(span: Span) -> object:
+    from opentelemetry import context as otel_context
+
+    return otel_context.attach(trace.set_span_in_context(span))
+
+
+def _detach(token: object) -> None:
+    from opentelemetry import context as otel_context
+
+    try:
+        otel_context.detach(token)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - detaching in another context only warns
+        pass
+
+
+def _emit_log(event_type: str, record: Mapping[str, Any]) -> None:
+    s = state()
+    body = record.get("data")
+    attrs: dict[str, Any] = {"agenttrail.event.type": event_type, names.RUN_ID: record["run_id"],
+                             "agenttrail.event.seq": record.get("seq", 0)}
+    if body is not None:
+        # structured data as a JSON string body keeps Loki's `| json` working
+        text = to_json(body)
+        s.logger.emit(event_name=event_type, body=text if s.capture.on_events else _no_content(body),
+                      attributes=attrs, context=_ctx())
+    else:
+        s.logger.emit(event_name=event_type, attributes=attrs, context=_ctx())
+
+
+def _no_content(body: Any) -> str:
+    """Events without content fields (arguments, results) for the log pipeline."""
+    if isinstance(body, dict):
+        return to_json({k: v for k, v in body.items() if k not in ("arguments", "result")})
+    return safe_content(body)
+
+
+def _ctx() -> Context | None:
+    from opentelemetry import context as otel_context
+
+    return otel_context.get_current()
+
+
+def run(run_id: str, agent_name: str, workflow_name: str | None = None,
+        budget: Mapping[str, Any] | None = None, **kwargs: Any) -> Run:
+    """Start a run: ``with agenttrail.run("s_123", "builder", workspace=ws) as r: ...``."""
+    return Run(run_id, agent_name, workflow_name=workflow_name, budget=budget, **kwargs)

@@ -1,0 +1,135 @@
+"""Read token usage and response metadata from OpenAI / Anthropic responses or plain dicts.
+
+Works on the SDKs' pydantic objects and on their ``model_dump()`` dicts alike (attribute or key
+access), on stream chunks (usage arrives in the last chunk) and on Anthropic stream events.
+Semconv: ``gen_ai.usage.input_tokens`` INCLUDES cached tokens; Anthropic reports them separately,
+so they are added back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import names
+
+
+def _get(obj: Any, key: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+@dataclass
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    output_text: str | None = None
+
+    def merge(self, other: Usage) -> None:
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                     "reasoning_tokens", "response_model", "response_id"):
+            value = getattr(other, name)
+            if value is not None:
+                setattr(self, name, value)
+        for reason in other.finish_reasons:
+            if reason not in self.finish_reasons:
+                self.finish_reasons.append(reason)
+        if other.output_text:
+            self.output_text = (self.output_text or "") + other.output_text
+
+    def span_attributes(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        pairs = (
+            (names.USAGE_INPUT_TOKENS, self.input_tokens),
+            (names.USAGE_OUTPUT_TOKENS, self.output_tokens),
+            (names.USAGE_CACHE_READ_INPUT_TOKENS, self.cache_read_tokens),
+            (names.USAGE_CACHE_WRITE_INPUT_TOKENS, self.cache_write_tokens),
+            (names.USAGE_REASONING_OUTPUT_TOKENS, self.reasoning_tokens),
+            (names.RESPONSE_MODEL, self.response_model),
+            (names.RESPONSE_ID, self.response_id),
+        )
+        for key, value in pairs:
+            if value is not None:
+                out[key] = value
+        if self.finish_reasons:
+            out[names.RESPONSE_FINISH_REASONS] = list(self.finish_reasons)
+        return out
+
+
+def extract_response(resp: Any) -> Usage:
+    u = Usage()
+    if resp is None or isinstance(resp, (str, bytes, int, float)):
+        return u
+    # Anthropic stream events wrap the message: message_start.message / message_delta.usage
+    inner = _get(resp, "message")
+    if inner is not None and not isinstance(inner, str) and _get(resp, "type") == "message_start":
+        resp = inner
+    model = _get(resp, "model")
+    if isinstance(model, str):
+        u.response_model = model
+    rid = _get(resp, "id")
+    if isinstance(rid, str):
+        u.response_id = rid
+    usage = _get(resp, "usage")
+    if usage is not None:
+        _read_usage(usage, u)
+    # OpenAI chat: choices[].finish_reason; responses API: status; Anthropic: stop_reason
+    choices = _get(resp, "choices")
+    if isinstance(choices, list):
+        for choice in choices:
+            reason = _get(choice, "finish_reason")
+            if isinstance(reason, str) and reason not in u.finish_reasons:
+                u.finish_reasons.append(reason)
+    stop = _get(resp, "stop_reason")
+    if stop is None:
+        stop = _get(_get(resp, "delta"), "stop_reason")
+    if isinstance(stop, str):
+        u.finish_reasons.append(stop)
+    return u
+
+
+def _read_usage(usage: Any, u: Usage) -> None:
+    prompt = _int(_get(usage, "prompt_tokens"))
+    completion = _int(_get(usage, "completion_tokens"))
+    if prompt is not None or completion is not None:  # OpenAI chat completions
+        u.input_tokens = prompt
+        u.output_tokens = completion
+        u.cache_read_tokens = _int(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
+        u.reasoning_tokens = _int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
+        return
+    inp = _int(_get(usage, "input_tokens"))
+    out = _int(_get(usage, "output_tokens"))
+    cache_read = _int(_get(usage, "cache_read_input_tokens"))
+    cache_write = _int(_get(usage, "cache_creation_input_tokens"))
+    details = _get(usage, "input_tokens_details")  # OpenAI responses API
+    if details is not None:
+        u.cache_read_tokens = _int(_get(details, "cached_tokens"))
+        u.reasoning_tokens = _int(_get(_get(usage, "output_tokens_details"), "reasoning_tokens"))
+        u.input_tokens, u.output_tokens = inp, out
+        return
+    if cache_read is not None or cache_write is not None:  # Anthropic: input excludes cache
+        u.input_tokens = (inp or 0) + (cache_read or 0) + (cache_write or 0)
+        u.cache_read_tokens = cache_read
+        u.cache_write_tokens = cache_write
+    else:
+        u.input_tokens = inp
+    u.output_tokens = out
