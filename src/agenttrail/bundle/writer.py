@@ -21,9 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import model
-
 from .._secrets import scrub as _scrub
+from . import model
 from .spool import spool_files
 
 Scrubber = Any  # (text) -> (text, count)

@@ -12,14 +12,14 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._secrets import REDACTED, scrub  # noqa: F401 - re-exported
 from opentelemetry.util.genai.environment_variables import (
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
 )
+
+from .._secrets import REDACTED, scrub  # noqa: F401 - re-exported
 
 _log = logging.getLogger("agenttrail")
 

@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.genai.utils import fq_exception_type
 
-from . import names
+from .. import names
 from ._content import input_hash, safe_content, scrub, truncate
 from ._run import Run, current_run
 from ._runtime import state
@@ -50,7 +50,7 @@ def _signature(fn: Callable[..., Any]) -> tuple[inspect.Signature | None, bool]:
 class _SpanCall:
     """Shared span bookkeeping: start, make current, end with status."""
 
-    __slots__ = ("span", "token", "t0", "run")
+    __slots__ = ("run", "span", "t0", "token")
 
     def __init__(self, name: str, kind: SpanKind, attrs: dict[str, Any], *, current: bool) -> None:
         s = state()
@@ -188,7 +188,7 @@ def tool(
         metric_attrs = {names.TOOL_NAME: tool_name, names.TOOL_TYPE: tool_type}
 
         class ToolCall:
-            __slots__ = ("sc", "call_id", "arguments", "chunks", "ihash")
+            __slots__ = ("arguments", "call_id", "chunks", "ihash", "sc")
 
             def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 s = state()
@@ -408,7 +408,7 @@ def llm(provider: str, model: str | None = None, *, operation: str = names.OP_CH
     return decorate
 
 
-class llm_call:  # noqa: N801 - used like a function: ``with llm_call(...) as c:``
+class llm_call:
     """Context-manager form of ``@llm``: ``with llm_call("openai", "gpt-4o") as c: c.record(resp)``."""
 
     def __init__(self, provider: str, model: str | None = None, *, operation: str = names.OP_CHAT,

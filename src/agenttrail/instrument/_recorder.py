@@ -11,7 +11,6 @@ being written; memory stays bounded because nothing accumulates in the process. 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from .. import names
 from ..bundle.spool import last_seq, spool_files  # noqa: F401 - re-exported
-from . import _otlp_json, names
+from . import _otlp_json
 
 SPOOL_DIRNAME = ".agenttrail/spool"
 

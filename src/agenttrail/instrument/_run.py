@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from . import names
+from .. import names
 from ._content import safe_content, scrub, to_json
 from ._recorder import SPOOL_DIRNAME, Spool, last_seq
 from ._runtime import internal_error, state

@@ -17,7 +17,7 @@ from opentelemetry import _logs, metrics, trace
 from opentelemetry.metrics import Counter, Histogram
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
-from . import names
+from .. import names
 from ._content import CaptureMode, parse_capture_mode
 from ._recorder import RecorderProcessor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import names
+from .. import names
 
 
 def _get(obj: Any, key: str) -> Any:

@@ -1,0 +1,48 @@
+# agenttrail — every target sets up what it needs on a fresh machine.
+#   make demo   run the offline example agent, analyze its bundle, write the HTML report
+#   make test   the whole test suite (installs the test-only system parts it needs)
+#   make lint   ruff + pyright (strict) on src/
+#   make bench  benchmarks, as ratios against baselines measured in the same run
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+DEMO_WS := build/demo-workspace
+
+.PHONY: venv demo test test-fast lint bench dashboards clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(PY) examples/custom_harness.py --workspace $(DEMO_WS)
+	@echo
+	$(VENV)/bin/agenttrail analyze $(DEMO_WS)/_debug
+	@echo
+	$(VENV)/bin/agenttrail report $(DEMO_WS)/_debug -o build/report.html
+	@echo
+	@echo "bundle:   $(CURDIR)/$(DEMO_WS)/_debug"
+	@echo "findings: agenttrail analyze $(DEMO_WS)/_debug --format json"
+	@echo "report:   $(CURDIR)/build/report.html"
+
+test: venv
+	$(PY) -m pytest
+
+test-fast: venv
+	$(PY) -m pytest -m "not stack and not browser and not slow"
+
+lint: venv
+	$(VENV)/bin/ruff check src tests examples bench
+	$(VENV)/bin/pyright src
+
+bench: venv
+	$(PY) bench/run.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,163 @@
+"""``retry_loop``: a repeating cycle of tool calls after a failure, and what it cost.
+
+A tool call's identity is its tool name plus its argument hash. After the first failing call (the
+*trigger*), the detector looks for the longest stretch of calls that repeats with a period of 1..k
+calls for at least ``min_iterations`` full cycles. Tokens are attributed to the loop when an LLM call
+*starts* after the trigger ended and no later than the loop's last call ended — the calls that chose
+the loop's commands — and compared with all LLM tokens of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..store import Store
+from ._format import command_text, human_tokens, percent, short_error
+from .finding import Evidence, Finding
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str
+    input_hash: str
+    arguments: str | None
+    status: str
+    error: str | None
+    span_id: str | None
+    seq: int | None
+    start_ns: int
+    end_ns: int
+
+    @property
+    def identity(self) -> str:
+        return f"{self.tool}#{self.input_hash}"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "error"
+
+
+def find_cycle(ids: Sequence[str], max_period: int, min_iterations: int) -> tuple[int, int, int] | None:
+    """The longest periodic stretch: (start, end exclusive, period), or None.
+
+    For each period k, ``ids[j] == ids[j + k]`` over a maximal range of j means ids[s : e + k] repeats
+    with period k. Longest coverage wins; ties go to the shorter period.
+    """
+    best: tuple[int, int, int] | None = None
+    n = len(ids)
+    for k in range(1, max_period + 1):
+        j = 0
+        while j + k < n:
+            if ids[j] != ids[j + k]:
+                j += 1
+                continue
+            s = j
+            while j + k < n and ids[j] == ids[j + k]:
+                j += 1
+            start, end = s, j + k
+            if len(set(ids[start:start + k])) != k:
+                continue  # a shorter period explains it (e.g. a a a a with k=2)
+            if (end - start) // k >= min_iterations and (
+                    best is None or end - start > best[1] - best[0]):
+                best = (start, end, k)
+    return best
+
+
+class RetryLoop:
+    code: ClassVar[str] = "retry_loop"
+    title: ClassVar[str] = "Retry loop after a failure"
+    defaults: ClassVar[Mapping[str, Any]] = {"max_period": 6, "min_iterations": 3,
+                                             "error_token_share": 0.25}
+
+    def detect(self, store: Store, config: Mapping[str, Any]) -> list[Finding]:
+        findings: list[Finding] = []
+        runs = store.sql("SELECT bundle_id, run_id FROM runs ORDER BY bundle_id")
+        for bundle_id, run_id in runs:
+            rows = store.sql("""
+                SELECT tool, coalesce(input_hash, ''), arguments, status, error, span_id, seq_start,
+                       CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT)
+                FROM tool_calls WHERE bundle_id = ? ORDER BY start_ns, seq_start""", [bundle_id])
+            calls = [Call(*r) for r in rows]
+            finding = self._one(store, bundle_id, run_id, calls, config)
+            if finding is not None:
+                findings.append(finding)
+        return findings
+
+    def _one(self, store: Store, bundle_id: int, run_id: str, calls: list[Call],
+             config: Mapping[str, Any]) -> Finding | None:
+        first_fail = next((i for i, c in enumerate(calls) if c.failed), None)
+        if first_fail is None:
+            return None
+        ids = [c.identity for c in calls]
+        found = find_cycle(ids, int(config["max_period"]), int(config["min_iterations"]))
+        if found is None:
+            return None
+        start, end, period = found
+        # the trigger: the first failure at or before the loop; the loop is what follows it
+        trigger_i = first_fail if first_fail <= start else None
+        if trigger_i is None:
+            trigger_i = next(i for i in range(start, end) if calls[i].failed) \
+                if any(calls[i].failed for i in range(start, end)) else None
+        if trigger_i is None:
+            return None
+        loop_start = max(start, trigger_i + 1)
+        iterations = (end - loop_start) // period
+        if iterations < int(config["min_iterations"]):
+            return None
+        trigger = calls[trigger_i]
+        loop = calls[loop_start:end]
+        cycle = loop[:period]
+        window_lo, window_hi = trigger.end_ns, loop[-1].end_ns
+        tokens_total, tokens_loop, n_llm = store.sql("""
+            SELECT coalesce(sum(input_tokens + output_tokens), 0),
+                   coalesce(sum(input_tokens + output_tokens)
+                            FILTER (WHERE start_ns >= ? AND start_ns <= ?), 0),
+                   count(*) FILTER (WHERE start_ns >= ? AND start_ns <= ?)
+            FROM llm_calls WHERE bundle_id = ?""",
+            [window_lo, window_hi, window_lo, window_hi, bundle_id])[0]
+        run_lo, run_hi = store.sql("""
+            SELECT min(s), max(e) FROM (
+                SELECT CAST(start_ns AS BIGINT) s, CAST(end_ns AS BIGINT) e FROM spans WHERE bundle_id = ?
+                UNION ALL SELECT CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT) FROM tool_calls WHERE bundle_id = ?
+                UNION ALL SELECT CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT) FROM llm_calls WHERE bundle_id = ?)""",
+            [bundle_id, bundle_id, bundle_id])[0]
+        run_seconds = max((run_hi or 0) - (run_lo or 0), 1) / 1e9
+        loop_seconds = max(window_hi - window_lo, 0) / 1e9
+        token_share = (tokens_loop / tokens_total) if tokens_total else 0.0
+        commands = [command_text(c.tool, c.arguments, c.input_hash) for c in cycle]
+        trigger_cmd = command_text(trigger.tool, trigger.arguments, trigger.input_hash)
+        error = short_error(trigger.error)
+        loop_failures = sum(1 for c in loop if c.failed)
+        tokens_phrase = (f"{percent(token_share)} of its tokens ({human_tokens(int(tokens_loop))})"
+                         if tokens_total else f"{percent(loop_seconds / run_seconds)} of its time")
+        summary = (f"Run {run_id} spent {tokens_phrase} in a {period}-command retry loop "
+                   f"({iterations} iterations) after `{trigger_cmd}` failed"
+                   + (f" with {error}" if error else "") + ".")
+        severity = "error" if token_share >= float(config["error_token_share"]) else "warning"
+        evidence = Evidence(
+            span_ids=[s for s in [trigger.span_id, *(c.span_id for c in loop)] if s][:200],
+            event_seqs=[s for s in [trigger.seq, *(c.seq for c in loop)] if s is not None][:200])
+        return Finding(
+            code=self.code, severity=severity, run_id=run_id, summary=summary, evidence=evidence,
+            bundle_id=bundle_id,
+            fields={
+                "token_share": round(token_share, 4),
+                "tokens": int(tokens_loop),
+                "tokens_total": int(tokens_total),
+                "llm_calls": int(n_llm),
+                "time_share": round(min(loop_seconds / run_seconds, 1.0), 4),
+                "seconds": round(loop_seconds, 3),
+                "iterations": iterations,
+                "period": period,
+                "calls": len(loop),
+                "failed_calls": loop_failures,
+                "commands": commands,
+                "trigger": {"tool": trigger.tool, "command": trigger_cmd, "error": trigger.error,
+                            "span_id": trigger.span_id, "seq": trigger.seq,
+                            "input_hash": trigger.input_hash},
+            })
+
+
+__all__ = ["Call", "RetryLoop", "find_cycle"]
