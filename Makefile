@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_WS := build/demo-workspace
 
-.PHONY: venv demo test test-fast lint bench dashboards clean
+.PHONY: venv test-deps demo test test-fast lint bench dashboards clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,12 @@ demo: venv
 	@echo "findings: agenttrail analyze $(DEMO_WS)/_debug --format json"
 	@echo "report:   $(CURDIR)/build/report.html"
 
-test: venv
+# System parts the tests use for real (collector, Prometheus, Chromium, PostgreSQL): each
+# scripts/install-*.sh is idempotent and cheap when everything is already there.
+test-deps:
+	@for s in scripts/install-*.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
+
+test: venv test-deps
 	$(PY) -m pytest
 
 test-fast: venv
