@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from stackkit import (
     REPO,
-    Prometheus,
     Proc,
+    Prometheus,
     free_port,
     have,
     port_open,
@@ -160,7 +160,7 @@ def _run_workload(endpoint: str, workdir: Path) -> dict[str, Any]:
     ws = workdir / "workspace"
     ws.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    r = subprocess.run(  # noqa: S603
+    r = subprocess.run(
         [sys.executable, str(WORKLOAD), "--endpoint", endpoint, "--workspace", str(ws), "--out", str(out)],
         capture_output=True,
         text=True,

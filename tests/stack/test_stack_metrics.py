@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import StackRun
 from stackkit import histogram_quantile
 
 from agenttrail.grafana import promnames
 from agenttrail.grafana._assets import load_queries, load_variable_queries
 from agenttrail.instrument import names
+from conftest import StackRun
 
 pytestmark = pytest.mark.stack
 
@@ -236,7 +236,7 @@ def test_collector_serves_its_own_metrics_on_the_configured_port(stack_run: Stac
 
     with urllib.request.urlopen(
         f"http://127.0.0.1:{stack_run.collector.metrics_port}/metrics", timeout=10
-    ) as r:  # noqa: S310
+    ) as r:
         text = r.read().decode()
     assert "otelcol_receiver_accepted_spans" in text
     assert 'exporter="prometheus_remote_write"' in text
