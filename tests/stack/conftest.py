@@ -249,5 +249,5 @@ def redacted_run(collector_bin: Path, stack_tmp: Path) -> Iterator[StackRun]:
         _wait_sink(sink, workload)
         yield StackRun(workload, Prometheus(""), sink, col, stack_tmp / "collector-redacted.log")
     finally:
-        col_proc.stop()
+        col_proc.stop(kill=True)  # its metrics exporter would retry the closed port until timeout
         sink_proc.stop()

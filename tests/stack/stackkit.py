@@ -95,9 +95,15 @@ class Proc:
         except AssertionError as e:
             raise AssertionError(f"{e}\n--- {self.name} log ---\n{self.tail()}") from None
 
-    def stop(self) -> None:
+    def stop(self, *, kill: bool = False) -> None:
+        """Terminate (or, with ``kill``, SIGKILL at once: for a process whose shutdown would only retry
+        exports nobody reads) and reap."""
         p = self.popen
         if p is None or p.poll() is not None:
+            return
+        if kill:
+            p.kill()
+            p.wait(timeout=10)
             return
         p.terminate()
         try:
