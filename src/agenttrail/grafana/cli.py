@@ -51,7 +51,7 @@ def grafana() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds per HTTP request.")
 @click.pass_context
-def provision_cmd(  # noqa: PLR0917 - one parameter per click option
+def provision_cmd(
     ctx: click.Context,
     url: str,
     token: str | None,

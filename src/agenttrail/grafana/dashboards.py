@@ -40,7 +40,7 @@ _DS: Final = {
 _REDUCE_LAST: Final = {"calcs": ["lastNotNull"], "fields": "", "values": False}
 
 
-def _target(q: Query, ref: str, *, instant: bool, legend: str = "", metrics: bool = False) -> dict[str, Any]:
+def _target(q: Query, ref: str, *, instant: bool, legend: str = "") -> dict[str, Any]:
     ds = _DS[q.language]
     if q.language == "promql":
         return {
@@ -60,17 +60,14 @@ def _target(q: Query, ref: str, *, instant: bool, legend: str = "", metrics: boo
             "expr": q.text,
             "queryType": "instant" if instant else "range",
         }
-    t: dict[str, Any] = {
+    # TraceQL search (table) and TraceQL metrics (time series) both use queryType "traceql".
+    return {
         "refId": ref,
         "datasource": ds,
         "queryType": "traceql",
         "query": q.text,
         "limit": 50,
-        "tableType": "spans",
     }
-    if metrics:
-        t["metricsQueryType"] = "range"
-    return t
 
 
 @dataclass
@@ -101,7 +98,6 @@ def _panel(
     instant: bool = False,
     legend: str = "",
     options: dict[str, Any] | None = None,
-    metrics: bool = False,
     description: str = "",
 ) -> dict[str, Any]:
     defaults: dict[str, Any] = {"unit": unit} if unit else {}
@@ -110,7 +106,7 @@ def _panel(
         "title": title,
         "description": description or q.description or f"queries/{q.id}.{q.language}",
         "datasource": _DS[q.language],
-        "targets": [_target(q, "A", instant=instant, legend=legend, metrics=metrics)],
+        "targets": [_target(q, "A", instant=instant, legend=legend)],
         "fieldConfig": {"defaults": defaults, "overrides": []},
         "options": options or {},
     }
@@ -166,7 +162,6 @@ def _query_variable(name: str, label: str, query: str) -> dict[str, Any]:
         "type": "query",
         "datasource": _DS["promql"],
         "query": {"query": query, "refId": f"PrometheusVariableQueryEditor-{name}", "qryType": 1},
-        "definition": query,
         "refresh": 2,
         "sort": 1,
         "multi": True,
@@ -282,7 +277,7 @@ OVERVIEW_PANELS: Final[tuple[PanelSpec, ...]] = (
      {**_STAT, "legend": "{{gen_ai_provider_name}}"}),
     ("table", "Long tool calls (> 30 s)", "traceql/long_tool_calls", 12, 8, _TABLE),
     ("timeseries", "Failed tool calls per second (from spans)", "traceql/failed_tool_calls_rate", 12, 8,
-     {**_TS, "metrics": True}),
+     _TS),
     ("logs", "Error and rate-limit events", "logql/failure_events", 24, 8, _LOGS),
 )  # fmt: skip
 
@@ -291,7 +286,7 @@ DRILLDOWN_PANELS: Final[tuple[PanelSpec, ...]] = (
     ("logs", "Events of this run", "logql/run_events", 24, 10, _LOGS),
     ("timeseries", "Events by type", "logql/run_event_counts", 12, 8, _TS),
     ("timeseries", "LLM calls by model (this conversation)", "traceql/run_llm_calls_by_model", 12, 8,
-     {**_TS, "metrics": True}),
+     _TS),
     ("timeseries", "Tokens per second of the agent by model", "promql/agent_token_rate", 12, 8,
      {**_TS, "legend": _BY_MODEL_TYPE}),
     _P95_LLM,
