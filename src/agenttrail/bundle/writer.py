@@ -23,9 +23,8 @@ from typing import Any
 
 from .._secrets import scrub as _scrub
 from . import model
+from ._scrub import Scrubber, iter_blocks, scrub_block
 from .spool import spool_files
-
-Scrubber = Any  # (text) -> (text, count)
 
 
 @dataclass
@@ -76,24 +75,38 @@ def _spool_parts(spool: Path, name: str) -> list[Path]:
 
 
 def _copy_lines(parts: Iterable[Path], dest: Path, scrub: Scrubber | None) -> int:
-    """Concatenate JSONL parts into dest, scrubbing each line. Returns secrets scrubbed."""
+    """Concatenate JSONL parts into dest, scrubbing them block by block. Returns secrets scrubbed.
+
+    A torn last line (the worker died mid-write) is kept as it was, newline-terminated, so the reader
+    reports it with its line number and reads the rest.
+    """
     found = 0
     with open(dest, "w", encoding="utf-8") as out:
         for part in parts:
             with open(part, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
+                block = ""
+                for block in iter_blocks(fh.read):
                     if scrub is not None:
-                        line, n = scrub(line)
+                        block, n = _scrub_block(block, scrub)
                         found += n
-                    if not line.endswith("\n"):
-                        line += "\n"  # a torn last line stays as it was; the reader reports it
-                    out.write(line)
+                    out.write(block)
+                if block and not block.endswith("\n"):
+                    out.write("\n")
     return found
 
 
-def _iter_events(path: Path) -> Iterator[dict[str, Any]]:
+def _scrub_block(block: str, scrub: Scrubber) -> tuple[str, int]:
+    # the fast path knows the built-in patterns' literals; a caller's own scrubber sees everything
+    return scrub_block(block) if scrub is _scrub else scrub(block)
+
+
+def _iter_events(path: Path, only: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """Events of a JSONL file; with ``only``, just the lines holding one of those strings (cheap
+    substring test first: parsing every line of a 200k-event log costs a second)."""
     with open(path, encoding="utf-8") as fh:
         for line in fh:
+            if only and not any(o in line for o in only):
+                continue
             try:
                 ev = json.loads(line)
             except ValueError:
@@ -109,7 +122,7 @@ def write_tool_calls_csv(events_path: Path, dest: Path) -> int:
     with open(dest, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(model.TOOL_CALLS_HEADER + model.TOOL_CALLS_EXTRA)
-        for ev in _iter_events(events_path):
+        for ev in _iter_events(events_path, ('"tool.started"', '"tool.finished"')):
             data = ev.get("data") or {}
             if ev.get("type") == "tool.started":
                 started[str(data.get("call_id"))] = {**data, "ts": ev.get("ts")}
@@ -158,13 +171,46 @@ def _env_lines(run_meta: Mapping[str, Any], opts: BundleOptions, workspace: Path
     return lines
 
 
-def _git(workspace: Path, *args: str) -> str | None:
+def _git(workspace: Path, *args: str, env: Mapping[str, str] | None = None) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(workspace), *args], capture_output=True, text=True,
-                             timeout=30, check=False)
+                             timeout=60, check=False, errors="replace",
+                             env={**os.environ, **env} if env else None)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout if out.returncode == 0 else None
+
+
+def workspace_diff(workspace: Path, commit: str, opts: BundleOptions) -> str | None:
+    """``git diff`` of the work tree against ``commit``, new untracked files included.
+
+    Untracked files are marked intent-to-add in a *temporary copy* of the index (GIT_INDEX_FILE), so
+    the user's index and object store are untouched. Files the bundle excludes (patterns, size cap)
+    and files git ignores are left out of the diff as they are out of the tar.
+    """
+    index = _git(workspace, "rev-parse", "--path-format=absolute", "--git-path", "index")
+    if index is None:
+        return None
+    untracked = [
+        rel for rel in (_git(workspace, "ls-files", "-z", "--others", "--exclude-standard") or "").split("\0")
+        if rel and not _excluded(rel, opts.workspace_exclude)
+        and os.path.isfile(os.path.join(workspace, rel))
+        and os.path.getsize(os.path.join(workspace, rel)) <= opts.workspace_max_file_bytes
+    ]
+    with tempfile.TemporaryDirectory(prefix="agenttrail-index-") as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        if os.path.exists(index.strip()):
+            shutil.copyfile(index.strip(), env["GIT_INDEX_FILE"])
+        if untracked:
+            listing = os.path.join(tmp, "untracked")
+            with open(listing, "w", encoding="utf-8") as fh:
+                fh.write("\0".join(untracked))
+            if _git(workspace, "add", "--intent-to-add", "--pathspec-from-file", listing,
+                    "--pathspec-file-nul", env=env) is None:
+                return _git(workspace, "diff", commit)
+        excludes = [f":(exclude,glob)**/{pat}" for pat in opts.workspace_exclude]
+        return _git(workspace, "diff", "--no-color", "--no-ext-diff", commit, "--", ".", *excludes,
+                    env=env)
 
 
 def _excluded(rel: str, patterns: list[str]) -> bool:
@@ -209,7 +255,7 @@ def write_workspace_tar(workspace: Path, dest: Path, opts: BundleOptions,
                     data = fh.read()
                 if scrub is not None and _TEXT_SUFFIXES.search(name):
                     try:
-                        text, n = scrub(data.decode("utf-8"))
+                        text, n = _scrub_block(data.decode("utf-8"), scrub)
                         if n:
                             secrets += n
                             data = text.encode("utf-8")
@@ -273,10 +319,10 @@ def seal_spool(
                 workspace_info = write_workspace_tar(workspace, tmp / model.WORKSPACE_TAR, opts, scrub)
                 secrets += workspace_info.pop("secrets_scrubbed")
                 if run_meta.get("initial_commit"):
-                    diff = _git(workspace, "diff", run_meta["initial_commit"])
+                    diff = workspace_diff(workspace, run_meta["initial_commit"], opts)
                     if diff:
                         if scrub is not None:
-                            diff, n = scrub(diff)
+                            diff, n = _scrub_block(diff, scrub)
                             secrets += n
                         (tmp / model.WORKSPACE_DIFF).write_text(diff, encoding="utf-8")
             secrets += _copy_globs(workspace, opts.progress_globs, tmp / model.PROGRESS, scrub)
@@ -308,7 +354,7 @@ def _copy_globs(workspace: Path, globs: list[str], dest: Path, scrub: Scrubber |
             dest.mkdir(exist_ok=True)
             target = dest / src.name
             if scrub is not None and src.suffix.lower() not in (".png", ".jpg", ".jpeg", ".webp"):
-                text, n = scrub(src.read_text(encoding="utf-8", errors="replace"))
+                text, n = _scrub_block(src.read_text(encoding="utf-8", errors="replace"), scrub)
                 found += n
                 target.write_text(text, encoding="utf-8")
             else:
@@ -326,13 +372,38 @@ def _make_room(out_dir: Path) -> None:
 
 
 def _first_last_ts(events: Path) -> tuple[str | None, str | None]:
-    first = last = None
-    for ev in _iter_events(events):
-        ts = ev.get("ts")
-        if isinstance(ts, str):
-            first = first or ts
-            last = ts
+    """``ts`` of the first and the last readable event (reads the head and the tail only)."""
+    first: str | None = None
+    with open(events, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            first = _ts(line)
+            if first:
+                break
+    last: str | None = None
+    with open(events, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        step = 1 << 16
+        while last is None:
+            start = max(0, size - step)
+            fh.seek(start)
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+            for line in reversed(lines[1:] if start else lines):  # lines[0] may be cut
+                last = _ts(line)
+                if last:
+                    break
+            if start == 0:
+                break
+            step *= 4
     return first, last
+
+
+def _ts(line: str) -> str | None:
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return None
+    ts = ev.get("ts") if isinstance(ev, dict) else None
+    return ts if isinstance(ts, str) else None
 
 
 def _manifest(tmp: Path, run_meta: Mapping[str, Any], status: str,
