@@ -32,6 +32,18 @@ def require(ok: object, reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_module(name: str, hint: str) -> Any:
+    """Import a test-only dependency; skip the module locally, fail collection in CI."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if IN_CI:
+            pytest.fail(f"test dependency missing in CI: {name} ({hint})", pytrace=False)
+        pytest.skip(f"{name} is not installed ({hint})", allow_module_level=True)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

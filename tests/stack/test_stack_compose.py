@@ -9,13 +9,13 @@ import re
 from typing import Any
 
 import pytest
-import yaml
-from stackkit import REPO
+from stackkit import REPO, require_module
 
 from agenttrail.grafana.dashboards import provider_yaml
 from agenttrail.grafana.datasources import DEFAULT_URLS
 
 pytestmark = pytest.mark.stack
+yaml = require_module("yaml", "pip install pyyaml==6.0.4 (dev extra)")
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.observability.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]

@@ -170,3 +170,27 @@ def test_dashboard_conforms_to_grafana_schema(uid: str, sdk: Any) -> None:
             module, cls = targets[t["datasource"]["type"]]
             model = getattr(importlib.import_module(f"grafana_foundation_sdk.models.{module}"), cls)
             assert _lost(t, _roundtrip(model, t)) == [], p["title"]
+
+
+def test_grafana_package_imports_only_errors_and_names_from_agenttrail() -> None:
+    """ARCHITECTURE.md: agenttrail.grafana depends on nothing above it."""
+    import ast
+
+    allowed = {"agenttrail.errors", "agenttrail.instrument.names", "agenttrail.instrument"}
+    pkg = REPO / "src" / "agenttrail" / "grafana"
+    for path in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: must stay inside agenttrail.grafana
+                    assert node.level == 1, f"{path.name}: {ast.unparse(node)}"
+                    continue
+                mod = node.module or ""
+                if mod == "agenttrail.instrument":
+                    assert [a.name for a in node.names] == ["names"], f"{path.name}: {ast.unparse(node)}"
+                elif mod.startswith("agenttrail"):
+                    assert mod in allowed or mod.startswith("agenttrail.grafana"), (
+                        f"{path.name}: {ast.unparse(node)}"
+                    )
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    assert not a.name.startswith("agenttrail") or a.name in allowed, f"{path.name}: {a.name}"
