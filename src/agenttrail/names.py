@@ -12,6 +12,7 @@ from typing import Final
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _ga
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gm
 from opentelemetry.semconv.attributes import error_attributes as _err
+from opentelemetry.semconv.attributes import exception_attributes as _exc
 from opentelemetry.semconv.attributes import server_attributes as _srv
 
 # --- span attributes (GenAI semantic conventions) -------------------------------------------
@@ -47,6 +48,9 @@ INPUT_MESSAGES: Final = _ga.GEN_AI_INPUT_MESSAGES
 OUTPUT_MESSAGES: Final = _ga.GEN_AI_OUTPUT_MESSAGES
 TOKEN_TYPE: Final = _ga.GEN_AI_TOKEN_TYPE
 ERROR_TYPE: Final = _err.ERROR_TYPE
+EXCEPTION_TYPE: Final = _exc.EXCEPTION_TYPE
+EXCEPTION_MESSAGE: Final = _exc.EXCEPTION_MESSAGE
+EXCEPTION_STACKTRACE: Final = _exc.EXCEPTION_STACKTRACE
 SERVER_ADDRESS: Final = _srv.SERVER_ADDRESS
 SERVER_PORT: Final = _srv.SERVER_PORT
 
@@ -55,11 +59,12 @@ LEGACY_SYSTEM: Final = _ga.GEN_AI_SYSTEM
 LEGACY_PROMPT_TOKENS: Final = _ga.GEN_AI_USAGE_PROMPT_TOKENS
 LEGACY_COMPLETION_TOKENS: Final = _ga.GEN_AI_USAGE_COMPLETION_TOKENS
 
-# Operation names (values of gen_ai.operation.name).
-OP_CHAT: Final = _ga.GenAiOperationNameValues.CHAT.value
-OP_INVOKE_AGENT: Final = _ga.GenAiOperationNameValues.INVOKE_AGENT.value
-OP_INVOKE_WORKFLOW: Final = _ga.GenAiOperationNameValues.INVOKE_WORKFLOW.value
-OP_EXECUTE_TOOL: Final = _ga.GenAiOperationNameValues.EXECUTE_TOOL.value
+# Operation names (values of gen_ai.operation.name). Spelled here: the semconv package marks its
+# enum deprecated since GenAI moved to its own repository (the values did not change).
+OP_CHAT: Final = "chat"
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+OP_EXECUTE_TOOL: Final = "execute_tool"
 
 # --- agenttrail's own attributes (namespaced, documented in docs/instrumenting.md) ----------
 RUN_ID: Final = "agenttrail.run.id"
@@ -72,6 +77,12 @@ RUN_STATUS: Final = "agenttrail.run.status"
 WORKER_ID: Final = "agenttrail.worker.id"
 CONTENT_TRUNCATED: Final = "agenttrail.content.truncated"
 DELEGATED_TO: Final = "agenttrail.llm.delegated_to"  # set when an official instrumentation owns the span
+# Set on an @llm span when an opentelemetry-util-genai instrumentation (the official OpenAI /
+# Anthropic ones) ran inside it: it suppressed its own span and metrics and published its data to ours.
+ENRICHED_BY: Final = "agenttrail.llm.enriched_by"
+BUDGET_KIND: Final = "agenttrail.budget.kind"  # tokens | tool_calls (on the budget gauge)
+EVENT_TYPE: Final = "agenttrail.event.type"  # on every log event that mirrors a run event
+EVENT_SEQ: Final = "agenttrail.event.seq"
 
 # --- metrics --------------------------------------------------------------------------------
 M_CLIENT_OPERATION_DURATION: Final = _gm.GEN_AI_CLIENT_OPERATION_DURATION
@@ -86,6 +97,10 @@ M_INVOKE_AGENT_INFERENCE_CALLS: Final = "gen_ai.invoke_agent.inference_calls"
 M_RUNS: Final = "agenttrail.runs"  # counter, attributes: gen_ai.agent.name, agenttrail.run.status
 M_TOOL_ERRORS: Final = "agenttrail.tool.errors"  # counter: gen_ai.tool.name, error.type
 M_RATE_LIMITS: Final = "agenttrail.rate_limits"  # counter: gen_ai.provider.name
+# counter: a tool call repeating the run's previous tool call (same name and input hash), or an
+# inference right after a failed one. Attributes: gen_ai.agent.name, gen_ai.operation.name,
+# gen_ai.tool.name (tools) or gen_ai.provider.name (inference).
+M_RETRIES: Final = "agenttrail.retries"
 M_AGENT_TOKENS: Final = "agenttrail.agent.tokens"  # counter: agent, model, token type
 M_BUDGET_USED: Final = "agenttrail.budget.used_ratio"  # gauge 0..1: agent, budget kind
 
@@ -114,6 +129,7 @@ METRICS: Final = (
     M_RUNS,
     M_TOOL_ERRORS,
     M_RATE_LIMITS,
+    M_RETRIES,
     M_AGENT_TOKENS,
     M_BUDGET_USED,
 )
@@ -132,3 +148,9 @@ EV_CHECKPOINT_SAVED: Final = "checkpoint.saved"
 EV_ERROR: Final = "error"
 EV_NODE_STARTED: Final = "node.started"
 EV_NODE_FINISHED: Final = "node.finished"
+EV_RATE_LIMITED: Final = "rate_limited"
+EV_BUDGET_EXCEEDED: Final = "budget.exceeded"
+
+# --- GenAI log events (semconv §1.5) -------------------------------------------------------------
+EV_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"  # opt-in (content capture)
+EV_OPERATION_EXCEPTION: Final = "gen_ai.client.operation.exception"  # WARN, on a failed inference

@@ -7,12 +7,13 @@ seals its bundle) — never duckdb, textual, jinja2 or plotly.
 from ._content import CaptureMode, scrub
 from ._decorators import LlmCall, llm, llm_call, node, tool
 from ._run import Operation, Run, RunFailed, current_run, run
-from ._runtime import TelemetryHandle, configure
+from ._runtime import RecorderOptions, TelemetryHandle, configure
 
 __all__ = [
     "CaptureMode",
     "LlmCall",
     "Operation",
+    "RecorderOptions",
     "Run",
     "RunFailed",
     "TelemetryHandle",

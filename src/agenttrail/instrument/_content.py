@@ -19,7 +19,12 @@ from opentelemetry.util.genai.environment_variables import (
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
 )
 
-from .._secrets import REDACTED, scrub  # noqa: F401 - re-exported
+from .._secrets import REDACTED, scrub
+
+__all__ = [
+    "MAX_ATTRIBUTE_CHARS", "REDACTED", "CaptureMode", "input_hash", "parse_capture_mode", "safe_content",
+    "scrub", "to_json", "truncate",
+]  # fmt: skip
 
 _log = logging.getLogger("agenttrail")
 
@@ -79,9 +84,13 @@ def truncate(text: str, limit: int = MAX_ATTRIBUTE_CHARS) -> str:
     return text[:limit] + f"…[truncated {len(text) - limit} chars]"
 
 
+# One encoder, built once: json.dumps with options builds a new one per call (~1 µs).
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr, ensure_ascii=False)
+
+
 def to_json(value: Any) -> str:
     """Canonical JSON: sorted keys, no whitespace, anything unknown as ``repr``."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def input_hash(arguments: Mapping[str, Any]) -> str:

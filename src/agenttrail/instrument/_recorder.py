@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .. import names
-from ..bundle.spool import last_seq, spool_files  # noqa: F401 - re-exported
+from ..bundle.spool import last_seq
 from . import _otlp_json
 
 SPOOL_DIRNAME = ".agenttrail/spool"

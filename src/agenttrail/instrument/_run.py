@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import json
@@ -10,21 +11,22 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import trace
-from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .. import names
 from ._content import safe_content, scrub, to_json
 from ._recorder import SPOOL_DIRNAME, Spool, last_seq
-from ._runtime import internal_error, state
+from ._runtime import RecorderOptions, RunFailed, internal_error, state
+
+__all__ = ["Operation", "Run", "RunFailed", "current_run", "run"]
 
 _current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("agenttrail_run", default=None)
 
@@ -38,7 +40,8 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _worker_id() -> str:
+def default_worker_id() -> str:
+    """``$AGENTTRAIL_WORKER_ID``, else ``host:pid``."""
     return os.environ.get("AGENTTRAIL_WORKER_ID") or f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -53,14 +56,6 @@ def _git_head(workspace: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-class RunFailed(Exception):
-    """Raised by ``Run.fail(..., raise_=True)`` to stop the harness; recorded as the run's failure."""
-
-    def __init__(self, failure_type: str, message: str) -> None:
-        super().__init__(message)
-        self.failure_type = failure_type
-
-
 class Operation:
     """A side effect bracketed by ``operation.intent`` and ``operation.outcome`` events."""
 
@@ -73,8 +68,20 @@ class Operation:
         self.status = "unknown"
 
     def succeeded(self, external_id: str | None = None) -> None:
+        """The side effect happened (``external_id``: what the target calls it, e.g. a PR number)."""
         self.status = "succeeded"
         self.external_id = external_id
+
+    def failed(self) -> None:
+        """The side effect did not happen (without raising)."""
+        self.status = "failed"
+
+    def unknown(self) -> None:
+        """It cannot be told whether the side effect happened (e.g. a timeout after sending)."""
+        self.status = "unknown_reported"
+
+
+_BUDGET_MODES = ("record", "fail", "raise")
 
 
 class Run:
@@ -92,7 +99,11 @@ class Run:
         seal_on_success: bool = False,
         conversation_id: str | None = None,
         bundle_options: Mapping[str, Any] | None = None,
+        on_budget: str = "record",
+        worker_id: str | None = None,
     ) -> None:
+        if on_budget not in _BUDGET_MODES:
+            raise ValueError(f"on_budget must be one of {_BUDGET_MODES}, not {on_budget!r}")
         self.run_id = run_id
         self.agent_name = agent_name
         self.workflow_name = workflow_name
@@ -100,6 +111,9 @@ class Run:
         self.workspace = Path(workspace or os.getcwd()).resolve()
         self.resume = resume
         self.seal_on_success = seal_on_success
+        self.on_budget = on_budget
+        self.worker_id = worker_id or default_worker_id()
+        self.resumed = False
         self.conversation_id = conversation_id or run_id
         self.bundle_options = dict(bundle_options or {})
         self.status = "running"
@@ -112,6 +126,11 @@ class Run:
         self._token: contextvars.Token[Run | None] | None = None
         self._ctx_token: object | None = None
         self._spool: Spool | None = None
+        self._options: RecorderOptions = RecorderOptions()
+        self._seq = 0  # used only when the recorder is off (the spool numbers events otherwise)
+        self._budget_hit: set[str] = set()
+        self._last_tool: tuple[str, str] | None = None
+        self._last_inference_failed = False
         self._start = 0.0
         self._lock = threading.Lock()
         self._finished = False
@@ -119,7 +138,8 @@ class Run:
     # -- paths ---------------------------------------------------------------------------------
     @property
     def spool_dir(self) -> Path:
-        return self.workspace / SPOOL_DIRNAME / _safe_name(self.run_id)
+        root = self._options.spool_dir or self.workspace / SPOOL_DIRNAME
+        return root / _safe_name(self.run_id)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Run:
@@ -156,17 +176,24 @@ class Run:
                 attrs[names.WORKFLOW_NAME] = self.workflow_name
             self._span = s.tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=attrs)
             self._ctx_token = _attach_span(self._span)
-            resumed = self.resume and self.spool_dir.exists() and last_seq(self.spool_dir) > 0
-            self._spool = Spool(self.spool_dir)
-            s.recorder.attach(self.run_id, self._spool)
-            if resumed:
-                self.event(names.EV_RUN_RESUMED, actor="system",
-                           data={"worker_id": _worker_id(), "from_checkpoint": self._last_checkpoint()})
+            self._options = s.recorder_options
+            self.resumed = (self._options.enabled and self.resume and self.spool_dir.exists()
+                            and last_seq(self.spool_dir) > 0)
+            if self._options.enabled:
+                self._spool = Spool(self.spool_dir, max_file_bytes=self._options.max_file_bytes,
+                                    max_files=self._options.max_files)
+                s.recorder.attach(self.run_id, self._spool)
+            if self.resumed:
+                self._span.set_attribute(names.WORKER_ID, self.worker_id)
+                self._record(names.EV_RUN_RESUMED, "system", {
+                    "worker_id": self.worker_id, "from_checkpoint": self._last_checkpoint(),
+                    "pending_operations": len(self.pending_operations())})
             else:
-                self._write_run_json()
-                self.event(names.EV_RUN_STARTED, actor="harness", data={
+                if self._spool is not None:
+                    self._write_run_json()
+                self._record(names.EV_RUN_STARTED, "harness", {
                     "agent_name": self.agent_name, "workflow_name": self.workflow_name,
-                    "budget": self.budget, "worker_id": _worker_id()})
+                    "budget": self.budget, "worker_id": self.worker_id})
         except Exception:  # noqa: BLE001
             internal_error("starting a run")
 
@@ -175,7 +202,7 @@ class Run:
             "run_id": self.run_id, "agent_name": self.agent_name,
             "workflow_name": self.workflow_name, "budget": self.budget,
             "started_at": now_rfc3339(), "workspace": str(self.workspace),
-            "initial_commit": _git_head(self.workspace), "worker_id": _worker_id(),
+            "initial_commit": _git_head(self.workspace), "worker_id": self.worker_id,
             "bundle_options": self.bundle_options,
         }  # fmt: skip
         (self.spool_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
@@ -202,13 +229,14 @@ class Run:
                     self.failure = {"type": exc.failure_type, "message": str(exc)}
                 else:
                     self.failure = {"type": type(exc).__name__, "message": scrub(str(exc))[0]}
-                self.status = "cancelled" if isinstance(exc, (KeyboardInterrupt,)) else "failed"
+                self.status = ("cancelled" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+                               else "failed")
             elif self.failure is not None:
                 self.status = "failed"
             elif self.status == "running":
                 self.status = "succeeded"
             self._finish_span_and_metrics(exc)
-            self.event(names.EV_RUN_FINISHED, actor="harness", data={
+            self._record(names.EV_RUN_FINISHED, "harness", {
                 "status": self.status,
                 "reason": self.failure["message"] if self.failure else None,
                 "failure_type": self.failure["type"] if self.failure else None})
@@ -223,7 +251,8 @@ class Run:
                 _current.reset(self._token)
             if self._spool is not None:
                 self._spool.close()
-        if self.status == "failed" or self.seal_on_success:
+        wants_seal = self.seal_on_success or self._options.seal_on_success
+        if self._spool is not None and (self.status == "failed" or wants_seal):
             try:
                 self.bundle_path = self.seal()
             except Exception:  # noqa: BLE001
@@ -250,9 +279,20 @@ class Run:
         inst.runs.add(1, {**agent, names.RUN_STATUS: self.status})
 
     # -- the event log ---------------------------------------------------------------------------
-    def event(self, type: str, *, actor: str | None = None, data: Mapping[str, Any] | None = None,
-              span: Span | None = None, emit_log: bool = True) -> int:
-        """Append one event to the run's log; returns its ``seq`` (0 if it could not be written)."""
+    def event(self, type: str, /, *, actor: str | None = "harness", span: Span | None = None,
+              data: Mapping[str, Any] | None = None, **fields: Any) -> int:
+        """Append an event to the run's log: ``r.event("plan", done_criteria=[...], budget={...})``.
+
+        Fields go into the event's ``data`` (``data=`` merges a mapping first; the names ``actor``,
+        ``span`` and ``data`` are therefore reserved). The event is linked to the current span (or
+        ``span``), gets the next ``seq`` and is also emitted as an OpenTelemetry log event. Returns the
+        ``seq`` (0 if it could not be written; telemetry never raises).
+        """
+        merged = {**data, **fields} if data else fields
+        return self._record(type, actor, merged, span)
+
+    def _record(self, type: str, actor: str | None, data: Mapping[str, Any] | None,
+                span: Span | None = None, emit_log: bool = True) -> int:
         try:
             record: dict[str, Any] = {"ts": now_rfc3339(), "run_id": self.run_id, "type": type}
             if actor:
@@ -264,21 +304,30 @@ class Run:
                 record["span_id"] = format(ctx.span_id, "016x")
             if data:
                 record["data"] = {k: v for k, v in data.items() if v is not None}
-            seq = self._spool.write_event(record) if self._spool is not None else 0
+            if self._spool is not None:
+                seq = self._spool.write_event(record)
+            else:
+                with self._lock:
+                    self._seq += 1
+                    seq = record["seq"] = self._seq
             if emit_log:
-                _emit_log(type, record)
+                _emit_log(type, record, sp)
             return seq
         except Exception:  # noqa: BLE001
             internal_error("writing an event")
             return 0
 
-    def signal(self, kind: str, by: str | None = None) -> int:
-        return self.event(names.EV_SIGNAL, actor="human", data={"kind": kind, "by": by})
+    def signal(self, kind: str, by: str | None = None, **fields: Any) -> int:
+        """A human or supervisor signal: ``approve``, ``pause``, ``revise``, ``add_context``, ``cancel``."""
+        return self._record(names.EV_SIGNAL, "human", {"kind": kind, "by": by, **fields})
 
     def checkpoint(self, checkpoint_id: str, state_values: Any, *, step: int | None = None,
                    parent_checkpoint_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> int:
         """Record a checkpoint (spooled to checkpoints.jsonl) and a ``checkpoint.saved`` event."""
+        if self._spool is None:
+            return self._record(names.EV_CHECKPOINT_SAVED, "harness",
+                                {"checkpoint_id": checkpoint_id, "step": step})
         try:
             line = {"checkpoint_id": checkpoint_id, "parent_checkpoint_id": parent_checkpoint_id,
                     "ts": now_rfc3339(), "thread_id": self.conversation_id, "step": step,
@@ -288,14 +337,14 @@ class Run:
             (self.spool_dir / "last_state.json").write_text(to_json(state_values), encoding="utf-8")
         except Exception:  # noqa: BLE001
             internal_error("writing a checkpoint")
-        return self.event(names.EV_CHECKPOINT_SAVED, actor="harness",
-                          data={"checkpoint_id": checkpoint_id, "step": step})
+        return self._record(names.EV_CHECKPOINT_SAVED, "harness",
+                            {"checkpoint_id": checkpoint_id, "step": step})
 
     def fail(self, reason: str, *, type: str = "error", raise_: bool = False) -> None:
         """Mark the run failed (budget, iteration cap, evaluation ...). Sealed at exit."""
         self.failure = {"type": type, "message": reason}
         self.status = "failed"
-        self.event(names.EV_ERROR, actor="harness", data={"type": type, "message": reason})
+        self._record(names.EV_ERROR, "harness", {"type": type, "message": reason})
         if raise_:
             raise RunFailed(type, reason)
 
@@ -306,7 +355,7 @@ class Run:
 
     @contextmanager
     def operation(self, kind: str, target: str, args: Mapping[str, Any] | None = None, *,
-                  key: str | None = None) -> Iterator[Operation]:
+                  key: str | None = None) -> Generator[Operation]:
         """Bracket a side effect: ``operation.intent`` before, ``operation.outcome`` after.
 
         The id is stable for (run id, kind, target, key), so a resumed worker finds unfinished
@@ -315,18 +364,20 @@ class Run:
         from ._content import input_hash
 
         op = Operation(self, self.operation_id(kind, target, key), kind, target)
-        self.event(names.EV_OPERATION_INTENT, actor="harness", data={
+        self._record(names.EV_OPERATION_INTENT, "harness", {
             "operation_id": op.operation_id, "kind": kind, "target": target,
             "args_hash": input_hash(dict(args or {}))})
         try:
             yield op
         except BaseException:
-            self.event(names.EV_OPERATION_OUTCOME, actor="harness", data={
+            self._record(names.EV_OPERATION_OUTCOME, "harness", {
                 "operation_id": op.operation_id, "status": "failed"})
             raise
         if op.status == "unknown":
             op.status = "succeeded"
-        self.event(names.EV_OPERATION_OUTCOME, actor="harness", data={
+        elif op.status == "unknown_reported":
+            op.status = "unknown"
+        self._record(names.EV_OPERATION_OUTCOME, "harness", {
             "operation_id": op.operation_id, "status": op.status, "external_id": op.external_id})
 
     def pending_operations(self) -> list[dict[str, Any]]:
@@ -348,27 +399,75 @@ class Run:
                         intents.pop(data.get("operation_id", ""), None)
         return list(intents.values())
 
+    # -- counting (called by the decorators) ---------------------------------------------------------
+    def _count_tool_call(self, tool_name: str, input_hash: str) -> None:
+        key = (tool_name, input_hash)
+        with self._lock:
+            self.tool_calls += 1
+            n = self.tool_calls
+            retry = key == self._last_tool
+            self._last_tool = key
+        if retry:
+            state().instruments.retries.add(1, {
+                names.AGENT_NAME: self.agent_name, names.OPERATION_NAME: names.OP_EXECUTE_TOOL,
+                names.TOOL_NAME: tool_name})
+        if "tool_calls" in self.budget:
+            self._check_budget("tool_calls", n)
+
+    def _count_inference(self, *, failed: bool, provider: str) -> None:
+        with self._lock:
+            self.inference_calls += 1
+            retry = self._last_inference_failed
+            self._last_inference_failed = failed
+        if retry:
+            state().instruments.retries.add(1, {
+                names.AGENT_NAME: self.agent_name, names.OPERATION_NAME: names.OP_CHAT,
+                names.PROVIDER_NAME: provider})
+
     # -- budget --------------------------------------------------------------------------------------
     def add_tokens(self, n: int) -> None:
+        """Count tokens against ``budget["tokens"]`` (``@llm`` calls this; call it for hand-made calls)."""
         with self._lock:
             self.tokens_used += n
-        limit = self.budget.get("tokens")
-        if limit:
-            state().instruments.budget_used.set(
-                min(self.tokens_used / float(limit), 10.0),
-                {names.AGENT_NAME: self.agent_name, "agenttrail.budget.kind": "tokens"})
+            used = self.tokens_used
+        self._check_budget("tokens", used)
+
+    def _check_budget(self, kind: str, used: float) -> None:
+        """Report the share of a budget used; on the first excess, record it and apply ``on_budget``.
+
+        ``record`` (default) writes a ``budget.exceeded`` event only; ``fail`` also marks the run
+        failed (``budget_exceeded``) without interrupting it; ``raise`` marks it failed and raises
+        :class:`RunFailed` from the decorated call that crossed the limit — the one case where
+        agenttrail raises into user code, because the user asked for it.
+        """
+        limit = self.budget.get(kind)
+        if not isinstance(limit, int | float) or isinstance(limit, bool) or limit <= 0:
+            return
+        s = state()
+        s.instruments.budget_used.set(min(used / float(limit), 10.0),
+                                      {names.AGENT_NAME: self.agent_name, names.BUDGET_KIND: kind})
+        if used <= limit or kind in self._budget_hit:
+            return
+        self._budget_hit.add(kind)
+        message = f"{kind} budget of {limit:,} exhausted ({used:,} used)"
+        self._record(names.EV_BUDGET_EXCEEDED, "system", {"kind": kind, "limit": limit, "used": used})
+        if self.on_budget == "record":
+            return
+        self.fail(message, type="budget_exceeded", raise_=self.on_budget == "raise")
 
     # -- the bundle --------------------------------------------------------------------------------
     def seal(self, out_dir: str | os.PathLike[str] | None = None, *, scrub_secrets: bool = True) -> Path:
-        """Seal this run's spool into a debug bundle (default ``<workspace>/_debug``)."""
+        """Seal this run's spool into a debug bundle.
+
+        Default location: ``configure(recorder={"bundle_dir": ...})`` if set, else
+        ``<workspace>/_debug``. Sealing a live run captures what was written so far.
+        """
         from ..bundle.writer import BundleOptions, seal_spool
 
-        if self._spool is not None and not self._finished:
-            pass  # sealing a live run is allowed: it captures what was written so far
         opts = BundleOptions.from_mapping(self.bundle_options)
         opts.scrub = scrub_secrets and opts.scrub
-        return seal_spool(self.spool_dir, Path(out_dir) if out_dir else self.workspace / "_debug",
-                          status=self.status, failure=self.failure,
+        target = Path(out_dir) if out_dir else (self._options.bundle_dir or self.workspace / "_debug")
+        return seal_spool(self.spool_dir, target, status=self.status, failure=self.failure,
                           capture_mode=state().capture.value, options=opts)
 
 
@@ -392,31 +491,28 @@ def _detach(token: object) -> None:
         pass
 
 
-def _emit_log(event_type: str, record: Mapping[str, Any]) -> None:
+def _emit_log(event_type: str, record: Mapping[str, Any], span: Span) -> None:
+    """The event as an OpenTelemetry log event, linked to ``span``.
+
+    The body is the event's data as a JSON string (keeps Loki's ``| json`` working), scrubbed of
+    secrets and truncated; content fields (tool arguments and results) only when content capture
+    includes events.
+    """
     s = state()
     body = record.get("data")
-    attrs: dict[str, Any] = {"agenttrail.event.type": event_type, names.RUN_ID: record["run_id"],
-                             "agenttrail.event.seq": record.get("seq", 0)}
+    attrs: dict[str, Any] = {names.EVENT_TYPE: event_type, names.RUN_ID: record["run_id"],
+                             names.EVENT_SEQ: record.get("seq", 0)}
+    ctx = trace.set_span_in_context(span)
     if body is not None:
-        # structured data as a JSON string body keeps Loki's `| json` working
-        text = to_json(body)
-        s.logger.emit(event_name=event_type, body=text if s.capture.on_events else _no_content(body),
-                      attributes=attrs, context=_ctx())
+        if not s.capture.on_events and isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k not in _CONTENT_FIELDS}
+        s.logger.emit(event_name=event_type, body=safe_content(body), attributes=attrs, context=ctx)
     else:
-        s.logger.emit(event_name=event_type, attributes=attrs, context=_ctx())
+        s.logger.emit(event_name=event_type, attributes=attrs, context=ctx)
 
 
-def _no_content(body: Any) -> str:
-    """Events without content fields (arguments, results) for the log pipeline."""
-    if isinstance(body, dict):
-        return to_json({k: v for k, v in body.items() if k not in ("arguments", "result")})
-    return safe_content(body)
-
-
-def _ctx() -> Context | None:
-    from opentelemetry import context as otel_context
-
-    return otel_context.get_current()
+#: Event data fields that hold content (governed by the capture mode on the log pipeline).
+_CONTENT_FIELDS: Final = frozenset({"arguments", "result", "messages", "output"})
 
 
 def run(run_id: str, agent_name: str, workflow_name: str | None = None,

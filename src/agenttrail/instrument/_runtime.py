@@ -10,7 +10,9 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal
 
 from opentelemetry import _logs, metrics, trace
@@ -49,6 +51,57 @@ def internal_error(where: str) -> None:
                      exc_info=sys.exc_info())
 
 
+class RunFailed(Exception):
+    """Raised by ``Run.fail(..., raise_=True)`` (or an enforced budget) to stop the harness.
+
+    Recorded as the run's failure. The only exception agenttrail ever raises into user code, and only
+    when the user asked for it.
+    """
+
+    def __init__(self, failure_type: str, message: str) -> None:
+        super().__init__(message)
+        self.failure_type = failure_type
+
+
+@dataclass(frozen=True)
+class RecorderOptions:
+    """Flight recorder settings (``configure(recorder=...)``).
+
+    ``enabled=False`` keeps no spool: events still get their ``seq`` and go to the log pipeline, but
+    a failed run leaves no bundle. ``spool_dir`` moves every run's spool out of the workspace
+    (``<spool_dir>/<run_id>/``); ``bundle_dir`` does the same for sealed bundles. Each spool file
+    rotates at ``max_file_bytes`` and keeps at most ``max_files`` rotations, so a run's spool never
+    exceeds about ``2 * max_file_bytes * (max_files + 1)`` bytes (events and trace).
+    """
+
+    enabled: bool = True
+    spool_dir: Path | None = None
+    bundle_dir: Path | None = None
+    max_file_bytes: int = 256 << 20
+    max_files: int = 8
+    seal_on_success: bool = False
+
+    @classmethod
+    def coerce(cls, value: RecorderOptions | Mapping[str, Any] | bool | None) -> RecorderOptions:
+        if value is None or value is True:
+            return cls()
+        if value is False:
+            return cls(enabled=False)
+        if isinstance(value, RecorderOptions):
+            return value
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise TypeError(f"unknown recorder option(s) {unknown}; known: {sorted(known)}")
+        opts = dict(value)
+        for key in ("spool_dir", "bundle_dir"):
+            if opts.get(key) is not None:
+                opts[key] = Path(opts[key]).expanduser().resolve()
+        if int(opts.get("max_file_bytes", 1)) <= 0 or int(opts.get("max_files", 1)) < 1:
+            raise ValueError("recorder max_file_bytes must be > 0 and max_files >= 1")
+        return cls(**opts)
+
+
 @dataclass
 class Instruments:
     operation_duration: Histogram
@@ -62,6 +115,7 @@ class Instruments:
     runs: Counter
     tool_errors: Counter
     rate_limits: Counter
+    retries: Counter
     agent_tokens: Counter
     budget_used: Any  # a synchronous Gauge
 
@@ -98,6 +152,8 @@ class Instruments:
                                              description="Tool calls that failed"),
             rate_limits=meter.create_counter(names.M_RATE_LIMITS, unit="{response}",
                                              description="Rate-limited responses"),
+            retries=meter.create_counter(names.M_RETRIES, unit="{call}",
+                                         description="Tool calls and inferences that retry the previous one"),
             agent_tokens=meter.create_counter(names.M_AGENT_TOKENS, unit="{token}",
                                               description="Tokens by agent, model and token type"),
             budget_used=meter.create_gauge(names.M_BUDGET_USED, unit="1",
@@ -114,6 +170,7 @@ class State:
     capture: CaptureMode
     recorder: RecorderProcessor
     recorder_attached: bool = False
+    recorder_options: RecorderOptions = field(default_factory=RecorderOptions)
     handle: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -199,6 +256,7 @@ def configure(
     endpoint: str | None = None,
     protocol: Protocol | None = None,
     capture_content: str | CaptureMode | None = None,
+    recorder: RecorderOptions | Mapping[str, Any] | bool | None = None,
     exporters: bool | None = None,
     span_processors: tuple[Any, ...] = (),
     metric_readers: tuple[Any, ...] = (),
@@ -213,11 +271,17 @@ def configure(
     - If the application already installed SDK providers, they are kept: agenttrail adds its recorder
       to the existing tracer provider and uses the providers as they are (nothing replaced silently).
     - ``exporters=False`` (or no endpoint configured anywhere) records to the flight recorder only.
+    - ``recorder`` sets the flight recorder (:class:`RecorderOptions`, a dict of its fields, or
+      ``False`` to keep no spool). Like ``capture_content`` it may be changed by a later call; runs
+      started afterwards use the new settings.
     """
     s = state()
+    options = RecorderOptions.coerce(recorder) if recorder is not None else None
     with _lock:
         if capture_content is not None or s.handle is None:
             s.capture = parse_capture_mode(capture_content)
+        if options is not None:
+            s.recorder_options = options
         if s.handle is not None:
             return s.handle  # type: ignore[no-any-return]
         s.handle = _install_providers(service_name, endpoint, protocol, exporters,
@@ -241,9 +305,10 @@ def _install_providers(
 ) -> TelemetryHandle:
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.environment_variables import OTEL_SERVICE_NAME
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-    from opentelemetry.sdk.resources import OTEL_SERVICE_NAME, Resource
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     existing = trace.get_tracer_provider()
