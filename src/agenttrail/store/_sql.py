@@ -3,6 +3,10 @@
 Conventions understood (shared/reference/telemetry-and-stack.md §7): OpenTelemetry GenAI (current and
 legacy ``gen_ai.system`` / ``prompt_tokens``), OpenLLMetry ``traceloop.*``, OpenInference ``llm.*`` /
 ``openinference.span.kind``. Every attribute is also kept in ``attributes`` (MAP VARCHAR→VARCHAR).
+
+Two ways in, one typed result: the fast path reads a file with ``read_json`` and an explicit nested
+schema (no sampling, no JSON re-parsing); the careful path, used only when the fast one meets a damaged
+line, reads the file line by line so each bad line can be reported as ``file:line`` and skipped.
 """
 
 from __future__ import annotations
@@ -15,6 +19,54 @@ LINES = """
 SELECT row_number() OVER () AS lineno, line
 FROM read_csv(?, columns={'line': 'VARCHAR'}, delim=chr(1), quote='', escape='', header=false,
               max_line_size=1073741824, auto_detect=false)
+"""
+
+# -- the OTLP/JSON schema, for read_json(columns=...) -------------------------------------------------
+_VALUE = ("STRUCT(stringValue VARCHAR, intValue VARCHAR, doubleValue DOUBLE, boolValue BOOLEAN, "
+          "arrayValue JSON, kvlistValue JSON, bytesValue VARCHAR)")
+_ATTRS = f"STRUCT(key VARCHAR, value {_VALUE})[]"
+_STATUS = "STRUCT(code VARCHAR, message VARCHAR)"
+_SPAN = (f"STRUCT(traceId VARCHAR, spanId VARCHAR, parentSpanId VARCHAR, name VARCHAR, kind VARCHAR, "
+         f"startTimeUnixNano VARCHAR, endTimeUnixNano VARCHAR, attributes {_ATTRS}, status {_STATUS}, "
+         f"events JSON)")
+_SCOPE_SPANS = f"STRUCT(scope STRUCT(name VARCHAR), spans {_SPAN}[])[]"
+_RESOURCE_SPANS = (f"STRUCT(resource STRUCT(attributes {_ATTRS}), scopeSpans {_SCOPE_SPANS}, "
+                   f"scope_spans {_SCOPE_SPANS}, instrumentationLibrarySpans {_SCOPE_SPANS})[]")
+TRACE_COLUMNS = ("{'resourceSpans': '" + _RESOURCE_SPANS + "', 'resource_spans': '" + _RESOURCE_SPANS
+                 + "'}")
+
+EVENT_COLUMNS = ("{'seq': 'BIGINT', 'ts': 'VARCHAR', 'run_id': 'VARCHAR', 'type': 'VARCHAR', "
+                 "'actor': 'VARCHAR', 'trace_id': 'VARCHAR', 'span_id': 'VARCHAR', 'data': 'JSON', "
+                 "'payload_ref': 'VARCHAR', 'redaction': 'VARCHAR'}")
+
+CHECKPOINT_COLUMNS = ("{'checkpoint_id': 'VARCHAR', 'parent_checkpoint_id': 'VARCHAR', 'ts': 'VARCHAR', "
+                      "'thread_id': 'VARCHAR', 'step': 'VARCHAR', 'values': 'JSON', "
+                      "'channel_values': 'JSON', 'metadata': 'JSON', 'pending_writes': 'JSON'}")
+
+_TYPED_VALUE = ("coalesce(a.value.stringValue, a.value.intValue, CAST(a.value.doubleValue AS VARCHAR), "
+                "CAST(a.value.boolValue AS VARCHAR), CAST(a.value.arrayValue->'values' AS VARCHAR), "
+                "CAST(a.value.kvlistValue AS VARCHAR), a.value.bytesValue)")
+
+
+def typed_attrs_map(expr: str) -> str:
+    """A typed OTLP attribute list → MAP(VARCHAR, VARCHAR); the last value of a repeated key wins."""
+    return (f"map_from_entries(list_transform(coalesce({expr}, []), "
+            f"lambda a: {{'k': a.key, 'v': {_TYPED_VALUE}}}))")
+
+
+# The fast path: one row per span, straight from read_json with the explicit schema.
+RAW_SPANS_FAST = f"""
+WITH rs AS (SELECT unnest(coalesce(resourceSpans, resource_spans)) AS r
+            FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', maximum_object_size=1073741824)),
+ss AS (SELECT r.resource.attributes AS res,
+              unnest(coalesce(r.scopeSpans, r.scope_spans, r.instrumentationLibrarySpans)) AS s FROM rs),
+sp AS (SELECT res, s.scope.name AS scope_name, unnest(s.spans) AS x FROM ss)
+SELECT NULL::BIGINT AS lineno, x.traceId AS trace_id, x.spanId AS span_id, x.parentSpanId AS parent_span_id,
+       x.name AS name, x.kind AS kind_raw, x.startTimeUnixNano AS start_raw, x.endTimeUnixNano AS end_raw,
+       x.status.code AS status_raw, x.status.message AS status_message, scope_name,
+       {typed_attrs_map('x.attributes')} AS attributes, {typed_attrs_map('res')} AS resource,
+       x.events AS span_events
+FROM sp
 """
 
 _ATTR_VALUE = (
@@ -31,6 +83,26 @@ def attrs_map(expr: str) -> str:
         f"coalesce(from_json({expr}, '[{{\"key\":\"VARCHAR\",\"value\":\"JSON\"}}]'), []), "
         f"lambda a: {{'k': a.key, 'v': {_ATTR_VALUE}}}))"
     )
+
+
+# The careful path over a ``_tr_lines(lineno, line)`` table: bad lines are skipped (and reported).
+RAW_SPANS_LINES = f"""
+WITH docs AS (
+    SELECT lineno, CAST(line AS JSON) AS j FROM _tr_lines
+    WHERE coalesce(json_valid(line), false) AND trim(line) <> ''),
+rs AS (SELECT lineno, unnest(from_json(coalesce(j->'resourceSpans', j->'resource_spans'),
+                                       '["JSON"]')) AS r FROM docs),
+ss AS (SELECT lineno, r->'resource'->'attributes' AS res,
+              unnest(from_json(coalesce(r->'scopeSpans', r->'scope_spans',
+                                        r->'instrumentationLibrarySpans'), '["JSON"]')) AS s
+       FROM rs),
+sp AS (SELECT lineno, res, s->'scope'->>'name' AS scope_name,
+              unnest(from_json(s->'spans', '["JSON"]')) AS x FROM ss)
+SELECT lineno, x->>'traceId', x->>'spanId', x->>'parentSpanId', x->>'name', x->>'kind',
+       x->>'startTimeUnixNano', x->>'endTimeUnixNano', x->'status'->>'code', x->'status'->>'message',
+       scope_name, {attrs_map("x->'attributes'")}, {attrs_map('res')}, x->'events'
+FROM sp
+"""
 
 
 def a(key: str) -> str:
@@ -55,7 +127,7 @@ OPERATION = f"""coalesce(
     CASE WHEN {a('llm.request.type')} = 'chat' THEN 'chat'
          WHEN {a('llm.request.type')} = 'completion' THEN 'text_completion' END)"""
 
-# What the span is, for the timeline and the detectors: run | llm | tool | node | other.
+# What the span is, for the timeline and the detectors: run | llm | tool | node | agent | other.
 KIND = f"""CASE
     WHEN {a(n.SPAN_KIND)} IS NOT NULL THEN {a(n.SPAN_KIND)}
     WHEN operation IN ('chat', 'text_completion', 'generate_content', 'embeddings') THEN 'llm'
@@ -66,6 +138,14 @@ KIND = f"""CASE
     ELSE 'other' END"""
 
 TOOL_ARGS = f"coalesce({a(n.TOOL_CALL_ARGUMENTS)}, {a('traceloop.entity.input')}, {a('input.value')})"
+
+# The run a span belongs to: our own attribute, else the bundle's run.
+RUN_ID = f"coalesce({a(n.RUN_ID)}, $run_id)"
+
+# A trace-only bundle without a manifest takes its run id from the conventions' session ids.
+SESSION_ID = (f"coalesce({a(n.CONVERSATION_ID)}, {a('session.id')}, "
+              f"{a('traceloop.association.properties.run_id')}, "
+              f"{a('traceloop.association.properties.session_id')})")
 
 SPAN_COLUMNS = f"""
     coalesce({a(n.PROVIDER_NAME)}, {a(n.LEGACY_SYSTEM)}, {a('llm.provider')}, {a('llm.system')}) AS provider,
@@ -86,5 +166,39 @@ SPAN_COLUMNS = f"""
              CASE WHEN operation = 'execute_tool' AND {TOOL_ARGS} IS NOT NULL
                   THEN substr(sha256({TOOL_ARGS}), 1, 16) END) AS input_hash,
     {TOOL_ARGS} AS tool_arguments,
-    {a(n.DELEGATED_TO)} AS delegated_to
+    {a(n.DELEGATED_TO)} AS delegated_to,
+    TRY_CAST({a(n.TOOL_SIDE_EFFECT)} AS BOOLEAN) AS side_effect,
+    {a(n.TOOL_IDEMPOTENCY_KEY)} AS idempotency_key,
+    {a(n.WORKER_ID)} AS worker_id
+"""
+
+_STATUS_CODE = """coalesce(TRY_CAST(status_raw AS INTEGER),
+             CASE status_raw WHEN 'STATUS_CODE_ERROR' THEN 2 WHEN 'STATUS_CODE_OK' THEN 1 ELSE 0 END)"""
+_SPAN_KIND = """coalesce(TRY_CAST(kind_raw AS INTEGER),
+             CASE kind_raw WHEN 'SPAN_KIND_INTERNAL' THEN 1 WHEN 'SPAN_KIND_SERVER' THEN 2
+                  WHEN 'SPAN_KIND_CLIENT' THEN 3 WHEN 'SPAN_KIND_PRODUCER' THEN 4
+                  WHEN 'SPAN_KIND_CONSUMER' THEN 5 END)"""
+
+
+def typed_spans(raw: str) -> str:
+    """The ``spans`` columns over a raw relation (either path). Parameters $bundle_id, $run_id (+ $file)."""
+    return f"""
+SELECT * EXCLUDE (attributes, resource, span_events), {KIND} AS kind, attributes, resource, span_events
+FROM (
+    SELECT $bundle_id::INTEGER AS bundle_id, lineno, trace_id, span_id, parent_span_id, name, span_kind,
+           start_ns, end_ns, (end_ns - start_ns) / 1e6 AS duration_ms,
+           make_timestamp(CAST(start_ns // 1000 AS BIGINT)) AS start_ts,
+           make_timestamp(CAST(end_ns // 1000 AS BIGINT)) AS end_ts,
+           status_code, status_message, scope_name, operation, {RUN_ID} AS run_id,
+           {SPAN_COLUMNS}, attributes, resource, span_events
+    FROM (
+        SELECT lower(trace_id) AS trace_id, lower(span_id) AS span_id,
+               nullif(lower(parent_span_id), '') AS parent_span_id, name,
+               {_SPAN_KIND} AS span_kind, TRY_CAST(start_raw AS BIGINT) AS start_ns,
+               TRY_CAST(end_raw AS BIGINT) AS end_ns, {_STATUS_CODE} AS status_code,
+               nullif(status_message, '') AS status_message, scope_name, lineno,
+               attributes, resource, span_events, {OPERATION} AS operation
+        FROM ({raw}) raw
+    ) base
+) typed
 """

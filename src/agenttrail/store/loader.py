@@ -1,13 +1,16 @@
 """Load bundles into DuckDB: ``runs``, ``spans``, ``events``, ``tool_calls``, ``llm_calls`` ...
 
-All parsing is DuckDB SQL over the files (no per-row Python). The schema is documented in
-docs/store-schema.md; ``queries/sql/*.sql`` hold the named queries that run against it.
+All parsing is DuckDB SQL over the files (no per-row Python). Each file is read once with
+``read_json`` and an explicit schema straight into its final table; only a file with a damaged line is
+re-read line by line, so every bad line is reported as ``file:line`` and the rest still loads. The
+schema is documented in docs/store-schema.md; ``queries/sql/*.sql`` hold the named queries.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,10 @@ import duckdb
 from ..bundle import model
 from ..bundle.reader import Bundle, open_bundle
 from ..errors import StoreError
-from . import _sql
+from . import _sql, cache, pricing
+
+# (what is being done, step number, number of steps); the CLI turns it into a progress bar.
+Progress = Callable[[str, int, int], None]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -28,6 +34,18 @@ CREATE TABLE IF NOT EXISTS load_warnings (
     bundle_id INTEGER, file VARCHAR, line BIGINT, message VARCHAR);
 CREATE TABLE IF NOT EXISTS files (
     bundle_id INTEGER, path VARCHAR, bytes BIGINT, sha256 VARCHAR);
+CREATE TABLE IF NOT EXISTS events (
+    bundle_id INTEGER, run_id VARCHAR, seq BIGINT, ts TIMESTAMP, type VARCHAR, actor VARCHAR,
+    trace_id VARCHAR, span_id VARCHAR, data JSON, payload_ref VARCHAR, redaction VARCHAR, lineno BIGINT);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    bundle_id INTEGER, run_id VARCHAR, checkpoint_id VARCHAR, parent_checkpoint_id VARCHAR,
+    ts TIMESTAMP, thread_id VARCHAR, step BIGINT, "values" JSON, metadata JSON, pending_writes JSON,
+    lineno BIGINT);
+CREATE TABLE IF NOT EXISTS tool_calls_csv (
+    bundle_id INTEGER, run_id VARCHAR, ts TIMESTAMP, tool VARCHAR, input_hash VARCHAR,
+    latency_ms DOUBLE, status VARCHAR, error VARCHAR, call_id VARCHAR, span_id VARCHAR,
+    operation_id VARCHAR, idempotency_key VARCHAR, side_effect BOOLEAN, exit_code INTEGER,
+    error_type VARCHAR);
 """
 
 
@@ -37,6 +55,9 @@ class Store:
 
     con: duckdb.DuckDBPyConnection
     bundles: list[Bundle] = field(default_factory=list)
+    cache_path: Path | None = None
+    from_cache: bool = False
+    load_seconds: float = 0.0
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         return self.con.execute(query, params or []).fetchall()
@@ -50,21 +71,53 @@ class Store:
         self.con.close()
 
 
-def open_store(paths: Iterable[str | Path], database: str = ":memory:") -> Store:
-    """Open bundles (directories or packed files) and load them all into one store."""
+def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *,
+               use_cache: bool = False, cache_dir: Path | None = None,
+               cache_min_seconds: float = 0.5, prices: Path | None = None,
+               progress: Progress | None = None) -> Store:
+    """Open bundles (directories or packed files) and load them all into one store.
+
+    ``database``: ``":memory:"`` or a ``.duckdb`` file to load into. ``use_cache``: re-open the
+    bundles from ``<cache dir>/store/<key>.duckdb`` when they were loaded before (the key covers the
+    manifests, every file's size and mtime, the bundle paths, the price table and this schema), and
+    write that cache after a load that took at least ``cache_min_seconds``.
+    """
+    t0 = time.perf_counter()
     bundles = [open_bundle(p) for p in paths]
-    con = duckdb.connect(database)
+    price_rows = pricing.load_prices(prices)
+    key = cache.key(bundles, price_rows) if use_cache else None
+    if key is not None:
+        hit = cache.open_cached(key, cache_dir)
+        if hit is not None:
+            return Store(con=hit[0], bundles=bundles, cache_path=hit[1], from_cache=True,
+                         load_seconds=time.perf_counter() - t0)
+    con = duckdb.connect(str(database))
     con.execute("SET TimeZone = 'UTC'")
     store = Store(con=con, bundles=bundles)
     con.execute(SCHEMA)
+    # the spans table takes its columns from the same SELECT that fills it
+    con.execute(f"CREATE TABLE spans AS {_sql.typed_spans(_sql.RAW_SPANS_FAST.replace('{fmt}', 'auto'))}",
+                {"file": _empty_trace_file(), "bundle_id": 0, "run_id": ""})
+    pricing.create_table(con, price_rows)
+    steps = len(bundles) * 4 + 1
     for i, b in enumerate(bundles, 1):
         try:
-            _load_bundle(con, i, b)
+            _load_bundle(con, i, b, progress, (i - 1) * 4, steps)
         except duckdb.Error as e:
-            raise StoreError(f"{b.source}: could not load into DuckDB: {e}",
+            raise StoreError(f"{b.source}: could not load into DuckDB: {str(e).splitlines()[0]}",
                              "run `agenttrail bundle verify` on it to find the damaged file") from e
+    if progress:
+        progress("deriving llm_calls, tool_calls, operations", steps, steps)
     _derive(con)
+    store.load_seconds = time.perf_counter() - t0
+    if key is not None and store.load_seconds >= cache_min_seconds and str(database) == ":memory:":
+        store.cache_path = cache.write(con, key, cache_dir)
     return store
+
+
+def _step(progress: Progress | None, what: str, i: int, n: int) -> None:
+    if progress:
+        progress(what, i, n)
 
 
 def _lines(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
@@ -78,174 +131,245 @@ def _warn_bad_lines(con: duckdb.DuckDBPyConnection, bundle_id: int, table: str, 
         f"ORDER BY lineno LIMIT 50", [bundle_id, rel])
 
 
-def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle) -> None:
-    m = b.manifest
-    run_id = b.run_id
-    for w in b.warnings.items:
-        con.execute("INSERT INTO load_warnings VALUES (?, ?, ?, ?)", [bid, w.file, w.line, w.message])
+def _fast_or_careful(con: duckdb.DuckDBPyConnection, fast: str,
+                     fast_params: Sequence[Any] | dict[str, Any], careful: Callable[[], None]) -> None:
+    """Run the one-pass read; when the file has a damaged line, fall back to the line-by-line read."""
+    try:
+        con.execute(fast, fast_params if isinstance(fast_params, dict) else list(fast_params))
+    except (duckdb.InvalidInputException, duckdb.ConversionException):
+        careful()
 
-    # -- events ------------------------------------------------------------------------------
-    ev = b.events_file
-    if ev is not None:
+
+_EVENT_SELECT = """
+    SELECT ?, coalesce(run_id, ?), seq, CAST(TRY_CAST(ts AS TIMESTAMPTZ) AS TIMESTAMP), type, actor,
+           lower(trace_id), lower(span_id), data, payload_ref, redaction, lineno
+"""
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) -> None:
+    def careful() -> None:
         _lines(con, ev, "_ev_lines")
         _warn_bad_lines(con, bid, "_ev_lines", ev.name)
-        con.execute("""
-            INSERT INTO events_raw
-            SELECT ?, lineno, coalesce(j->>'run_id', ?), TRY_CAST(j->>'seq' AS BIGINT),
-                   CAST(TRY_CAST(j->>'ts' AS TIMESTAMPTZ) AS TIMESTAMP), j->>'type', j->>'actor', j->>'trace_id',
-                   j->>'span_id', j->'data', j->>'payload_ref', j->>'redaction', j
-            FROM (SELECT lineno, CAST(line AS JSON) AS j FROM _ev_lines
-                  WHERE coalesce(json_valid(line), false) AND trim(line) <> '')
-            WHERE json_type(j) = 'OBJECT'
-        """, [bid, run_id])
-        con.execute("""
-            INSERT INTO load_warnings
-            SELECT ?, ?, lineno, 'event lacks ' || CASE WHEN seq IS NULL THEN 'an integer seq'
-                   WHEN ts IS NULL THEN 'an RFC 3339 ts' ELSE 'a type' END || '; kept'
-            FROM events_raw WHERE bundle_id = ? AND (seq IS NULL OR ts IS NULL OR type IS NULL)
-            LIMIT 50""", [bid, ev.name, bid])
+        con.execute(f"""
+            INSERT INTO events {_EVENT_SELECT}
+            FROM (SELECT lineno, j->>'run_id' AS run_id, TRY_CAST(j->>'seq' AS BIGINT) AS seq,
+                         j->>'ts' AS ts, j->>'type' AS type, j->>'actor' AS actor,
+                         j->>'trace_id' AS trace_id, j->>'span_id' AS span_id, j->'data' AS data,
+                         j->>'payload_ref' AS payload_ref, j->>'redaction' AS redaction
+                  FROM (SELECT lineno, CAST(line AS JSON) AS j FROM _ev_lines
+                        WHERE coalesce(json_valid(line), false) AND trim(line) <> '')
+                  WHERE json_type(j) = 'OBJECT')
+        """, [bid, b.run_id])
+        con.execute("DROP TABLE _ev_lines")
 
-    # -- spans ------------------------------------------------------------------------------------
-    for tf in b.trace_files:
-        _lines(con, tf, "_tr_lines")
+    _fast_or_careful(con, f"""
+        INSERT INTO events {_EVENT_SELECT}
+        FROM (SELECT *, NULL::BIGINT AS lineno
+              FROM read_json(?, columns={_sql.EVENT_COLUMNS}, format='newline_delimited',
+                             maximum_object_size=1073741824))
+    """, [bid, b.run_id, str(ev)], careful)
+    incomplete = "bundle_id = ? AND (seq IS NULL OR ts IS NULL OR type IS NULL)"
+    if con.execute(f"SELECT count(*) FROM events WHERE {incomplete} AND lineno IS NULL", [bid]).fetchone()[0]:
+        # rare: re-read line by line so the warnings below can name each line
+        con.execute("DELETE FROM events WHERE bundle_id = ?", [bid])
+        careful()
+    con.execute("""
+        INSERT INTO load_warnings
+        SELECT ?, ?, lineno, 'event lacks ' || CASE WHEN seq IS NULL THEN 'an integer seq'
+               WHEN ts IS NULL THEN 'an RFC 3339 ts' ELSE 'a type' END || '; kept'
+        FROM events WHERE bundle_id = ? AND (seq IS NULL OR ts IS NULL OR type IS NULL)
+        ORDER BY lineno LIMIT 50""", [bid, ev.name, bid])
+
+
+def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -> None:
+    fmt = "newline_delimited" if tf.name == model.TRACE_JSONL else "auto"
+
+    def careful() -> None:
         if tf.name == model.TRACE_JSON:
             # one document, possibly pretty-printed over many lines: read it whole
             con.execute("CREATE OR REPLACE TEMP TABLE _tr_lines AS "
                         "SELECT 1 AS lineno, content AS line FROM read_text(?)", [str(tf)])
+        else:
+            _lines(con, tf, "_tr_lines")
         _warn_bad_lines(con, bid, "_tr_lines", tf.name)
-        con.execute(f"""
-            INSERT INTO spans_raw
-            WITH docs AS (
-                SELECT lineno, CAST(line AS JSON) AS j FROM _tr_lines
-                WHERE coalesce(json_valid(line), false) AND trim(line) <> ''),
-            rs AS (SELECT lineno, unnest(from_json(coalesce(j->'resourceSpans', j->'resource_spans'),
-                                                   '["JSON"]')) AS r FROM docs),
-            ss AS (SELECT lineno, r->'resource'->'attributes' AS res,
-                          unnest(from_json(coalesce(r->'scopeSpans', r->'scope_spans',
-                                                    r->'instrumentationLibrarySpans'), '["JSON"]')) AS s
-                   FROM rs),
-            sp AS (SELECT lineno, res, s->'scope'->>'name' AS scope_name,
-                          unnest(from_json(s->'spans', '["JSON"]')) AS x FROM ss)
-            SELECT ?, lineno, lower(x->>'traceId'), lower(x->>'spanId'),
-                   nullif(lower(x->>'parentSpanId'), ''), x->>'name',
-                   TRY_CAST(x->>'kind' AS INTEGER),
-                   TRY_CAST(x->>'startTimeUnixNano' AS HUGEINT),
-                   TRY_CAST(x->>'endTimeUnixNano' AS HUGEINT),
-                   coalesce(TRY_CAST(x->'status'->>'code' AS INTEGER),
-                            CASE x->'status'->>'code' WHEN 'STATUS_CODE_ERROR' THEN 2
-                                 WHEN 'STATUS_CODE_OK' THEN 1 ELSE 0 END),
-                   x->'status'->>'message', scope_name,
-                   {_sql.attrs_map("x->'attributes'")}, {_sql.attrs_map('res')}, x->'events'
-            FROM sp
-        """, [bid])
+        con.execute(f"INSERT INTO spans {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
+                    {"bundle_id": bid, "run_id": b.run_id})
+        con.execute("DROP TABLE _tr_lines")
 
-    # -- tool_calls.csv (used when spans and events lack the calls) ----------------------------------
+    fast = _sql.typed_spans(_sql.RAW_SPANS_FAST.replace("{fmt}", fmt))
+    _fast_or_careful(con, f"INSERT INTO spans {fast}",
+                     {"file": str(tf), "bundle_id": bid, "run_id": b.run_id}, careful)
+
+
+def _load_checkpoints(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, path: Path) -> None:
+    select = """
+        SELECT ?, ?, checkpoint_id, parent_checkpoint_id, CAST(TRY_CAST(ts AS TIMESTAMPTZ) AS TIMESTAMP),
+               thread_id, TRY_CAST(step AS BIGINT), coalesce("values", channel_values), metadata,
+               pending_writes, lineno"""
+
+    def careful() -> None:
+        _lines(con, path, "_ck_lines")
+        _warn_bad_lines(con, bid, "_ck_lines", path.name)
+        con.execute(f"""
+            INSERT INTO checkpoints {select}
+            FROM (SELECT lineno, j->>'checkpoint_id' AS checkpoint_id,
+                         j->>'parent_checkpoint_id' AS parent_checkpoint_id, j->>'ts' AS ts,
+                         j->>'thread_id' AS thread_id, j->>'step' AS step, j->'values' AS "values",
+                         j->'channel_values' AS channel_values, j->'metadata' AS metadata,
+                         j->'pending_writes' AS pending_writes
+                  FROM (SELECT lineno, CAST(line AS JSON) AS j FROM _ck_lines
+                        WHERE coalesce(json_valid(line), false) AND trim(line) <> '')
+                  WHERE json_type(j) = 'OBJECT')""", [bid, b.run_id])
+        con.execute("DROP TABLE _ck_lines")
+
+    _fast_or_careful(con, f"""
+        INSERT INTO checkpoints {select}
+        FROM (SELECT *, row_number() OVER () AS lineno
+              FROM read_json(?, columns={_sql.CHECKPOINT_COLUMNS}, format='newline_delimited',
+                             maximum_object_size=1073741824))""", [bid, b.run_id, str(path)], careful)
+
+
+def _load_tool_calls_csv(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, csv_path: Path) -> None:
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE _csv AS SELECT * FROM "
+                    "read_csv(?, header=true, all_varchar=true, auto_detect=true)", [str(csv_path)])
+        cols = {r[0] for r in con.execute("DESCRIBE _csv").fetchall()}
+        missing = [c for c in model.TOOL_CALLS_HEADER if c not in cols]
+        if missing:
+            raise duckdb.InvalidInputException(f"header lacks {', '.join(missing)}")
+
+        def col(c: str) -> str:
+            return f'nullif("{c}", \'\')' if c in cols else "NULL"
+
+        con.execute(f"""
+            INSERT INTO tool_calls_csv
+            SELECT ?, ?, CAST(TRY_CAST(ts AS TIMESTAMPTZ) AS TIMESTAMP), tool, input_hash,
+                   TRY_CAST(latency_ms AS DOUBLE), status, nullif(error, ''), {col('call_id')},
+                   {col('span_id')}, {col('operation_id')}, {col('idempotency_key')},
+                   TRY_CAST({col('side_effect')} AS BOOLEAN), TRY_CAST({col('exit_code')} AS INTEGER),
+                   {col('error_type')}
+            FROM _csv""", [bid, b.run_id])
+        con.execute("DROP TABLE _csv")
+    except duckdb.Error as e:
+        con.execute("INSERT INTO load_warnings VALUES (?, ?, NULL, ?)",
+                    [bid, model.TOOL_CALLS, f"could not read: {str(e).splitlines()[0]}"])
+
+
+def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: Progress | None,
+                 step0: int, steps: int) -> None:
+    m = b.manifest
+    for w in b.warnings.items:
+        con.execute("INSERT INTO load_warnings VALUES (?, ?, ?, ?)", [bid, w.file, w.line, w.message])
+    label = f"bundle {bid}/{steps // 4}"
+
+    ev = b.events_file
+    if ev is not None:
+        _step(progress, f"{label}: events from {ev.name} ({_mb(ev)})", step0 + 1, steps)
+        _load_events(con, bid, b, ev)
+    for tf in b.trace_files:
+        _step(progress, f"{label}: spans from {tf.name} ({_mb(tf)})", step0 + 2, steps)
+        _load_spans(con, bid, b, tf)
+    _step(progress, f"{label}: checkpoints, tool_calls.csv, files", step0 + 3, steps)
+    ck = b.file(model.CHECKPOINTS)
+    if ck is not None:
+        _load_checkpoints(con, bid, b, ck)
     csv_path = b.file(model.TOOL_CALLS)
     if csv_path is not None:
-        try:
-            con.execute("CREATE OR REPLACE TEMP TABLE _csv AS SELECT * FROM "
-                        "read_csv(?, header=true, all_varchar=true, auto_detect=true)", [str(csv_path)])
-            cols = {r[0] for r in con.execute("DESCRIBE _csv").fetchall()}
-            missing = [c for c in model.TOOL_CALLS_HEADER if c not in cols]
-            if missing:
-                raise duckdb.InvalidInputException(f"header lacks {', '.join(missing)}")
+        _load_tool_calls_csv(con, bid, b, csv_path)
 
-            def col(c: str) -> str:
-                return f'"{c}"' if c in cols else "NULL"
-
-            con.execute(f"""
-                INSERT INTO tool_calls_csv
-                SELECT ?, ?, CAST(TRY_CAST(ts AS TIMESTAMPTZ) AS TIMESTAMP), tool, input_hash,
-                       TRY_CAST(latency_ms AS DOUBLE), status, error, {col('call_id')}, {col('span_id')}
-                FROM _csv""", [bid, run_id])
-        except duckdb.Error as e:
-            con.execute("INSERT INTO load_warnings VALUES (?, ?, NULL, ?)",
-                        [bid, model.TOOL_CALLS, f"could not read: {str(e).splitlines()[0]}"])
-
-    # -- files --------------------------------------------------------------------------------------
+    listed = m.get("files") or {}
+    file_rows = []
     for path in sorted(b.path.rglob("*")):
         if path.is_file():
             rel = path.relative_to(b.path).as_posix()
-            info = (m.get("files") or {}).get(rel) or {}
-            con.execute("INSERT INTO files VALUES (?, ?, ?, ?)",
-                        [bid, rel, path.stat().st_size, info.get("sha256")])
+            info = listed.get(rel) or {}
+            file_rows.append((bid, rel, path.stat().st_size, info.get("sha256")))
+    if file_rows:
+        con.executemany("INSERT INTO files VALUES (?, ?, ?, ?)", file_rows)
 
-    # -- runs ----------------------------------------------------------------------------------------
     failure = m.get("failure") or {}
     con.execute("""
-        INSERT INTO runs VALUES (?, ?, ?, ?, ?, CAST(TRY_CAST(? AS TIMESTAMPTZ) AS TIMESTAMP), CAST(TRY_CAST(? AS TIMESTAMPTZ) AS TIMESTAMP),
-                                 ?, ?, ?, ?, ?)""",
-                [bid, run_id, m.get("status"), m.get("agent_name"), m.get("workflow_name"),
+        INSERT INTO runs VALUES (?, ?, ?, ?, ?, CAST(TRY_CAST(? AS TIMESTAMPTZ) AS TIMESTAMP),
+                                 CAST(TRY_CAST(? AS TIMESTAMPTZ) AS TIMESTAMP), ?, ?, ?, ?, ?)""",
+                [bid, b.run_id, m.get("status"), m.get("agent_name"), m.get("workflow_name"),
                  m.get("started_at"), m.get("ended_at"), failure.get("type"), failure.get("message"),
                  json.dumps(m.get("budget") or {}), str(b.source), json.dumps(m, default=str)])
+    if not m.get("run_id"):
+        _identity_from_telemetry(con, bid, b.run_id)
 
 
-_RAW_TABLES = """
-CREATE TABLE IF NOT EXISTS events_raw (
-    bundle_id INTEGER, lineno BIGINT, run_id VARCHAR, seq BIGINT, ts TIMESTAMP, type VARCHAR,
-    actor VARCHAR, trace_id VARCHAR, span_id VARCHAR, data JSON, payload_ref VARCHAR,
-    redaction VARCHAR, raw JSON);
-CREATE TABLE IF NOT EXISTS spans_raw (
-    bundle_id INTEGER, lineno BIGINT, trace_id VARCHAR, span_id VARCHAR, parent_span_id VARCHAR,
-    name VARCHAR, kind INTEGER, start_ns HUGEINT, end_ns HUGEINT, status_code INTEGER,
-    status_message VARCHAR, scope_name VARCHAR, attributes MAP(VARCHAR, VARCHAR),
-    resource MAP(VARCHAR, VARCHAR), span_events JSON);
-CREATE TABLE IF NOT EXISTS tool_calls_csv (
-    bundle_id INTEGER, run_id VARCHAR, ts TIMESTAMP, tool VARCHAR, input_hash VARCHAR,
-    latency_ms DOUBLE, status VARCHAR, error VARCHAR, call_id VARCHAR, span_id VARCHAR);
-"""
+def _identity_from_telemetry(con: duckdb.DuckDBPyConnection, bid: int, fallback: str) -> None:
+    """A bundle without a manifest run id: take it from its events, else the spans' session ids."""
+    row = con.execute(f"""
+        SELECT coalesce(
+            (SELECT mode(run_id) FROM events WHERE bundle_id = $1 AND run_id <> $2),
+            (SELECT mode({_sql.SESSION_ID}) FROM spans WHERE bundle_id = $1))""", [bid, fallback]).fetchone()
+    run_id = row[0] if row else None
+    if run_id:
+        con.execute("UPDATE runs SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
+        con.execute("UPDATE spans SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
+        con.execute("UPDATE events SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
+        con.execute("UPDATE checkpoints SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
+        con.execute("UPDATE tool_calls_csv SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
 
-SCHEMA = SCHEMA + _RAW_TABLES
+
+_EMPTY_TRACE: Path | None = None
+
+
+def _empty_trace_file() -> str:
+    """A trace file with no spans, to give the ``spans`` table its columns when no bundle has one."""
+    global _EMPTY_TRACE
+    if _EMPTY_TRACE is None or not _EMPTY_TRACE.exists():
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="agenttrail-empty-", suffix=".json")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write('{"resourceSpans": []}')
+        _EMPTY_TRACE = Path(name)
+    return str(_EMPTY_TRACE)
+
+
+def _mb(path: Path) -> str:
+    return f"{path.stat().st_size / 1e6:.1f} MB"
 
 
 def _derive(con: duckdb.DuckDBPyConnection) -> None:
-    """Typed tables built from the raw ones, for every bundle at once."""
-    con.execute(f"""
-        CREATE OR REPLACE TABLE spans AS
-        WITH base AS (
-            SELECT s.*, r.run_id AS bundle_run_id, {_sql.OPERATION} AS operation FROM spans_raw s
-            JOIN runs r USING (bundle_id)),
-        typed AS (
-            SELECT bundle_id, trace_id, span_id, parent_span_id, name, kind AS span_kind,
-                   start_ns, end_ns, (end_ns - start_ns) / 1e6 AS duration_ms,
-                   make_timestamp(CAST(start_ns // 1000 AS BIGINT)) AS start_ts,
-                   make_timestamp(CAST(end_ns // 1000 AS BIGINT)) AS end_ts,
-                   status_code, status_message, scope_name, operation,
-                   coalesce(attributes['agenttrail.run.id'], bundle_run_id) AS run_id,
-                   {_sql.SPAN_COLUMNS}, attributes, resource, span_events
-            FROM base)
-        SELECT *, {_sql.KIND} AS kind FROM typed
-    """)
-    con.execute("""
-        CREATE OR REPLACE TABLE events AS
-        SELECT bundle_id, run_id, seq, ts, type, actor, trace_id, span_id, data, payload_ref,
-               redaction, lineno FROM events_raw
-    """)
+    """Tables reconciled from spans, events and tool_calls.csv, for every bundle at once."""
     # LLM calls: spans when there are any for the bundle, else model.call events. A span whose tokens
     # were reported by an official instrumentation's child span (delegated_to) is not counted twice.
-    con.execute("""
+    con.execute(f"""
         CREATE OR REPLACE TABLE llm_calls AS
-        SELECT bundle_id, run_id, span_id, trace_id, start_ts AS ts, duration_ms, provider,
-               coalesce(response_model, request_model) AS model, request_model,
-               coalesce(input_tokens, 0) AS input_tokens, coalesce(output_tokens, 0) AS output_tokens,
-               coalesce(cache_read_tokens, 0) AS cache_read_tokens,
-               coalesce(cache_write_tokens, 0) AS cache_write_tokens,
-               error_type, status_message AS error, 'span' AS source, start_ns, end_ns
-        FROM spans WHERE kind = 'llm' AND delegated_to IS NULL
-        UNION ALL
-        SELECT e.bundle_id, e.run_id, e.span_id, e.trace_id, e.ts,
-               TRY_CAST(e.data->>'duration_ms' AS DOUBLE), e.data->>'provider', e.data->>'model',
-               e.data->>'model',
-               coalesce(TRY_CAST(e.data->>'input_tokens' AS BIGINT), 0),
-               coalesce(TRY_CAST(e.data->>'output_tokens' AS BIGINT), 0),
-               coalesce(TRY_CAST(e.data->>'cache_read_tokens' AS BIGINT), 0),
-               coalesce(TRY_CAST(e.data->>'cache_write_tokens' AS BIGINT), 0),
-               NULL, e.data->>'error', 'event',
-               CAST(epoch_us(e.ts) AS HUGEINT) * 1000 - CAST(coalesce(TRY_CAST(e.data->>'duration_ms' AS DOUBLE), 0) * 1e6 AS HUGEINT),
-               CAST(epoch_us(e.ts) AS HUGEINT) * 1000
-        FROM events e
-        WHERE e.type = 'model.call' AND e.data->>'delegated_to' IS NULL
-          AND NOT EXISTS (SELECT 1 FROM spans s WHERE s.bundle_id = e.bundle_id AND s.kind = 'llm')
+        WITH calls AS (
+            SELECT bundle_id, run_id, span_id, trace_id, start_ts AS ts, duration_ms, provider,
+                   coalesce(response_model, request_model) AS model, request_model,
+                   coalesce(input_tokens, 0) AS input_tokens, coalesce(output_tokens, 0) AS output_tokens,
+                   coalesce(cache_read_tokens, 0) AS cache_read_tokens,
+                   coalesce(cache_write_tokens, 0) AS cache_write_tokens,
+                   error_type, status_message AS error, 'span' AS source, start_ns, end_ns,
+                   NULL::BIGINT AS seq
+            FROM spans WHERE kind = 'llm' AND delegated_to IS NULL
+            UNION ALL
+            SELECT e.bundle_id, e.run_id, e.span_id, e.trace_id, e.ts,
+                   TRY_CAST(e.data->>'duration_ms' AS DOUBLE), e.data->>'provider', e.data->>'model',
+                   e.data->>'model',
+                   coalesce(TRY_CAST(e.data->>'input_tokens' AS BIGINT), 0),
+                   coalesce(TRY_CAST(e.data->>'output_tokens' AS BIGINT), 0),
+                   coalesce(TRY_CAST(e.data->>'cache_read_tokens' AS BIGINT), 0),
+                   coalesce(TRY_CAST(e.data->>'cache_write_tokens' AS BIGINT), 0),
+                   e.data->>'error_type', e.data->>'error', 'event',
+                   epoch_us(e.ts) * 1000
+                       - CAST(coalesce(TRY_CAST(e.data->>'duration_ms' AS DOUBLE), 0) * 1e6 AS BIGINT),
+                   epoch_us(e.ts) * 1000, e.seq
+            FROM events e
+            WHERE e.type = 'model.call' AND e.data->>'delegated_to' IS NULL
+              AND e.bundle_id NOT IN (SELECT DISTINCT bundle_id FROM spans WHERE kind = 'llm'))
+        SELECT c.*, {pricing.COST_SQL} AS cost_usd, p.prefix AS price_model
+        FROM calls c LEFT JOIN (
+            SELECT c2.model AS m, arg_max(p.prefix, length(p.prefix)) AS prefix
+            FROM (SELECT DISTINCT model FROM calls) c2
+            JOIN prices p ON starts_with(lower(c2.model), lower(p.prefix))
+            GROUP BY c2.model) best ON best.m = c.model
+        LEFT JOIN prices p ON p.prefix = best.prefix
     """)
     # Tool calls: one row per call, from spans, else events, else tool_calls.csv.
     con.execute("""
@@ -259,15 +383,19 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
         st AS (
             SELECT bundle_id, run_id, data->>'call_id' AS call_id, span_id, ts, seq, data
             FROM events WHERE type = 'tool.started'),
+        span_bundles AS (SELECT DISTINCT bundle_id FROM spans WHERE kind = 'tool'),
+        event_bundles AS (SELECT DISTINCT bundle_id FROM st),
         from_spans AS (
-            SELECT s.bundle_id, s.run_id, coalesce(s.tool_call_id, s.span_id) AS call_id, s.span_id,
-                   s.tool_name AS tool, s.input_hash, s.tool_arguments AS arguments,
-                   s.start_ts AS ts, s.duration_ms AS latency_ms,
+            SELECT s.bundle_id, s.run_id, coalesce(s.tool_call_id, st.call_id, s.span_id) AS call_id,
+                   s.span_id, s.tool_name AS tool, coalesce(s.input_hash, st.data->>'input_hash') AS input_hash,
+                   s.tool_arguments AS arguments, s.start_ts AS ts, s.duration_ms AS latency_ms,
                    CASE WHEN s.status_code = 2 THEN 'error' ELSE coalesce(f.status, 'ok') END AS status,
                    coalesce(f.error, CASE WHEN s.status_code = 2 THEN s.status_message END) AS error,
-                   s.error_type, f.exit_code,
-                   coalesce(TRY_CAST(s.attributes['agenttrail.tool.side_effect'] AS BOOLEAN), false) AS side_effect,
-                   s.attributes['agenttrail.tool.idempotency_key'] AS idempotency_key,
+                   coalesce(s.error_type, f.data->>'error_type') AS error_type, f.exit_code,
+                   coalesce(s.side_effect, TRY_CAST(st.data->>'side_effect' AS BOOLEAN), false) AS side_effect,
+                   coalesce(s.idempotency_key, st.data->>'idempotency_key') AS idempotency_key,
+                   coalesce(f.data->>'operation_id', st.data->>'operation_id') AS operation_id,
+                   coalesce(s.worker_id, st.data->>'worker_id') AS worker_id,
                    st.seq AS seq_start, f.seq AS seq_end, s.start_ns, s.end_ns, 'span' AS source
             FROM spans s
             LEFT JOIN fin f ON f.bundle_id = s.bundle_id AND f.span_id = s.span_id
@@ -276,23 +404,24 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
         from_events AS (
             SELECT st.bundle_id, st.run_id, st.call_id, st.span_id, st.data->>'tool' AS tool,
                    st.data->>'input_hash' AS input_hash, st.data->>'arguments' AS arguments,
-                   st.ts, f.latency_ms, coalesce(f.status, 'unfinished') AS status, f.error,
+                   st.ts, coalesce(f.latency_ms, epoch_us(f.ts) / 1000.0 - epoch_us(st.ts) / 1000.0),
+                   coalesce(f.status, 'unfinished') AS status, f.error,
                    f.data->>'error_type' AS error_type, f.exit_code,
                    coalesce(TRY_CAST(st.data->>'side_effect' AS BOOLEAN), false),
-                   st.data->>'idempotency_key', st.seq, f.seq,
-                   CAST(epoch_us(st.ts) AS HUGEINT) * 1000,
-                   CAST(epoch_us(coalesce(f.ts, st.ts)) AS HUGEINT) * 1000, 'event'
+                   st.data->>'idempotency_key', coalesce(f.data->>'operation_id', st.data->>'operation_id'),
+                   st.data->>'worker_id', st.seq, f.seq,
+                   epoch_us(st.ts) * 1000, epoch_us(coalesce(f.ts, st.ts)) * 1000, 'event'
             FROM st LEFT JOIN fin f USING (bundle_id, call_id)
-            WHERE NOT EXISTS (SELECT 1 FROM from_spans x WHERE x.bundle_id = st.bundle_id)),
+            WHERE st.bundle_id NOT IN (SELECT bundle_id FROM span_bundles)),
         from_csv AS (
             SELECT c.bundle_id, c.run_id, c.call_id, c.span_id, c.tool, c.input_hash, NULL, c.ts,
-                   c.latency_ms, c.status, c.error, NULL, NULL, false, NULL, NULL, NULL,
-                   CAST(epoch_us(c.ts) AS HUGEINT) * 1000,
-                   CAST(epoch_us(c.ts) AS HUGEINT) * 1000 + CAST(coalesce(c.latency_ms, 0) * 1e6 AS HUGEINT),
-                   'csv'
+                   c.latency_ms, c.status, c.error, c.error_type, c.exit_code,
+                   coalesce(c.side_effect, false), c.idempotency_key, c.operation_id, NULL, NULL, NULL,
+                   epoch_us(c.ts) * 1000,
+                   epoch_us(c.ts) * 1000 + CAST(coalesce(c.latency_ms, 0) * 1e6 AS BIGINT), 'csv'
             FROM tool_calls_csv c
-            WHERE NOT EXISTS (SELECT 1 FROM from_spans x WHERE x.bundle_id = c.bundle_id)
-              AND NOT EXISTS (SELECT 1 FROM st WHERE st.bundle_id = c.bundle_id))
+            WHERE c.bundle_id NOT IN (SELECT bundle_id FROM span_bundles)
+              AND c.bundle_id NOT IN (SELECT bundle_id FROM event_bundles))
         SELECT * FROM from_spans UNION ALL SELECT * FROM from_events UNION ALL SELECT * FROM from_csv
     """)
     con.execute("""
@@ -300,12 +429,14 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
         WITH i AS (SELECT bundle_id, run_id, data->>'operation_id' AS operation_id, data->>'kind' AS kind,
                           data->>'target' AS target, data->>'args_hash' AS args_hash, seq, ts
                    FROM events WHERE type = 'operation.intent'),
-             o AS (SELECT bundle_id, data->>'operation_id' AS operation_id, data->>'status' AS status,
-                          data->>'external_id' AS external_id, seq, ts
-                   FROM events WHERE type = 'operation.outcome')
+             o AS (SELECT bundle_id, data->>'operation_id' AS operation_id,
+                          last(data->>'status' ORDER BY seq) AS status,
+                          last(data->>'external_id' ORDER BY seq) AS external_id,
+                          max(seq) AS seq, max(ts) AS ts, count(*) AS outcomes
+                   FROM events WHERE type = 'operation.outcome' GROUP BY ALL)
         SELECT i.bundle_id, i.run_id, i.operation_id, i.kind, i.target, i.args_hash,
                i.seq AS intent_seq, i.ts AS intent_ts, o.seq AS outcome_seq, o.ts AS outcome_ts,
-               coalesce(o.status, 'pending') AS status, o.external_id
+               coalesce(o.status, 'pending') AS status, o.external_id, coalesce(o.outcomes, 0) AS outcomes
         FROM i LEFT JOIN o USING (bundle_id, operation_id)
     """)
     # Runs without a manifest identity take it from their events / spans.
@@ -313,11 +444,24 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
         UPDATE runs SET
           started_at = coalesce(runs.started_at, x.first_ts), ended_at = coalesce(runs.ended_at, x.last_ts)
         FROM (SELECT bundle_id, min(ts) AS first_ts, max(ts) AS last_ts FROM events GROUP BY ALL) x
-        WHERE x.bundle_id = runs.bundle_id
+        WHERE x.bundle_id = runs.bundle_id AND (runs.started_at IS NULL OR runs.ended_at IS NULL)
     """)
     con.execute("""
         UPDATE runs SET
           started_at = coalesce(runs.started_at, x.first_ts), ended_at = coalesce(runs.ended_at, x.last_ts)
         FROM (SELECT bundle_id, min(start_ts) AS first_ts, max(end_ts) AS last_ts FROM spans GROUP BY ALL) x
+        WHERE x.bundle_id = runs.bundle_id AND (runs.started_at IS NULL OR runs.ended_at IS NULL)
+    """)
+    # Runs whose manifest has no status or budget: from run.finished / run.started events.
+    con.execute("""
+        UPDATE runs SET status = coalesce(runs.status, x.status),
+                        budget = CASE WHEN CAST(runs.budget AS VARCHAR) IN ('{}', 'null') OR runs.budget IS NULL
+                                      THEN coalesce(x.budget, runs.budget) ELSE runs.budget END,
+                        agent_name = coalesce(runs.agent_name, x.agent_name)
+        FROM (SELECT bundle_id,
+                     last(data->>'status' ORDER BY seq) FILTER (WHERE type = 'run.finished') AS status,
+                     first(data->'budget' ORDER BY seq) FILTER (WHERE type = 'run.started') AS budget,
+                     first(data->>'agent_name' ORDER BY seq) FILTER (WHERE type = 'run.started') AS agent_name
+              FROM events WHERE type IN ('run.started', 'run.finished') GROUP BY ALL) x
         WHERE x.bundle_id = runs.bundle_id
     """)
