@@ -18,8 +18,6 @@ import argparse
 import json
 import os
 import random
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,7 +93,8 @@ def make_workspace(ws: Path, total_bytes: int, rng: random.Random) -> None:
 
 def make_spool(spool: Path, ws: Path, n_spans: int, n_events: int, rng: random.Random) -> None:
     spool.mkdir(parents=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True,
+                          check=True).stdout.strip()
     (spool / "run.json").write_text(json.dumps({
         "run_id": "bench", "agent_name": "bench", "workflow_name": None, "budget": {},
         "started_at": "2026-01-01T00:00:00Z", "workspace": str(ws), "initial_commit": head}))
