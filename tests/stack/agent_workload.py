@@ -10,7 +10,8 @@ answers with the exact numbers the agent recorded:
 Each phase runs the same three runs (``s_<phase>_build``, ``s_<phase>_review``, ``s_<phase>_retry``,
 the last one failing): gpt-4o and claude-sonnet-4 chats with fixed token counts, a rate-limited call,
 tool calls of which some fail. Content capture is on (SPAN_AND_EVENT) so the content attributes travel
-too and the redaction step has something to remove.
+too and the redaction step has something to remove. Phase B adds one run of agent ``auditor`` whose
+series have no phase-A sample.
 """
 
 from __future__ import annotations
@@ -201,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     result["flush_a"] = handle.flush(10000)
     result["A"] = snapshot(reader)
     workload("b", args.workspace)
+    # A series that only exists in phase B, like the metrics of a short-lived agent process that
+    # exported once: range totals must count it in full.
+    with at.run("s_b_audit", agent_name="auditor", workspace=args.workspace):
+        ask_gpt("audit the change", 600, 40)
+        run_command("git log -1")
     result["flush_b"] = handle.flush(10000)
     result["B"] = snapshot(reader)
     result["spans"] = spans_recorded(span_exporter)

@@ -1,11 +1,12 @@
 """Every PromQL query in queries/ (and so every PromQL panel and link; see test_stack_dashboards.py)
 answers from a real Prometheus with the series and values the agent recorded.
 
-The workload runs the same three runs twice with a flush after each phase (samples at t_a and t_b).
-Queries are evaluated at t_b with every range variable set to exactly t_b - t_a: Prometheus 2.x
-range selectors include both ends and no extrapolation happens when the first and last samples sit on
-the window's edges, so increase() returns exactly the phase-B increments the SDK recorded (read from
-an in-memory reader in the same process). Percentiles are compared with Prometheus' own
+The workload runs the same three runs twice with a flush after each phase (samples at t_a and t_b),
+plus one run in phase B only whose series begin there (a short-lived process). Queries are evaluated
+at t_b with every range variable set to exactly t_b - t_a, so range totals equal the phase-B
+increments the SDK recorded (read from an in-memory reader in the same process), including the new
+series, and rate() (no extrapolation when the samples sit on the window's edges) equals them per
+second for the series that have two samples. Percentiles are compared with Prometheus' own
 histogram_quantile algorithm applied to the recorded phase-B bucket counts."""
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ class Recorded:
         self.delta: list[dict[str, Any]] = []
         for e in self.b:
             prev = a.get(key(e))
-            assert prev is not None, f"series {key(e)} has no phase-A sample; the workload must repeat"
-            d = dict(e)
+            d = dict(e, new=prev is None)
+            if prev is None:  # began between the flushes: everything it recorded is phase B's
+                self.delta.append(d)
+                continue
             if e["kind"] == "histogram":
                 d["count"] = e["count"] - prev["count"]
                 d["sum"] = e["sum"] - prev["sum"]
@@ -67,23 +70,31 @@ class Recorded:
                 d["value"] = e["value"] - prev["value"]
             self.delta.append(d)
 
-    def points(self, metric: str, *, where: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        out = [e for e in self.delta if e["name"] == metric]
+    def points(
+        self, metric: str, *, where: dict[str, str] | None = None, with_new: bool = True
+    ) -> list[dict[str, Any]]:
+        """Phase-B points of ``metric``; ``with_new=False`` leaves out series that began in phase B
+        (rate() needs two samples of a series, so rate-based queries cannot see them)."""
+        out = [e for e in self.delta if e["name"] == metric and (with_new or not e["new"])]
         for k, v in (where or {}).items():
             out = [e for e in out if e["attributes"].get(k) == v]
         assert out, f"the workload recorded no {metric} {where or ''}"
         return out
 
-    def sum_by(self, metric: str, by: tuple[str, ...], field: str = "value", **where: str) -> Expected:
+    def sum_by(
+        self, metric: str, by: tuple[str, ...], field: str = "value", *, with_new: bool = True, **where: str
+    ) -> Expected:
         acc: dict[Key, float] = defaultdict(float)
-        for e in self.points(metric, where=where or None):
+        for e in self.points(metric, where=where or None, with_new=with_new):
             acc[tuple(str(e["attributes"].get(a, "")) for a in by)] += e[field]
         return dict(acc)
 
-    def quantile_by(self, metric: str, by: tuple[str, ...], q: float = 0.95, **where: str) -> Expected:
+    def quantile_by(
+        self, metric: str, by: tuple[str, ...], q: float = 0.95, *, with_new: bool = True, **where: str
+    ) -> Expected:
         buckets: dict[Key, list[float]] = {}
         bounds: list[float] = []
-        for e in self.points(metric, where=where or None):
+        for e in self.points(metric, where=where or None, with_new=with_new):
             k = tuple(str(e["attributes"].get(a, "")) for a in by)
             bounds = e["bounds"]
             cur = buckets.setdefault(k, [0.0] * len(e["buckets"]))
@@ -126,22 +137,29 @@ EXPECTATIONS: dict[str, tuple[tuple[str, ...], Callable[[Recorded, StackRun], Ex
         (AGENT,),
         lambda r, _: _ratio(r.sum_by(N.M_RUNS, (AGENT,), **{STATUS: "failed"}), r.sum_by(N.M_RUNS, (AGENT,))),
     ),
-    "p95_run_duration_by_agent": ((AGENT,), lambda r, _: r.quantile_by(N.M_INVOKE_AGENT_DURATION, (AGENT,))),
+    "p95_run_duration_by_agent": (
+        (AGENT,),
+        lambda r, _: r.quantile_by(N.M_INVOKE_AGENT_DURATION, (AGENT,), with_new=False),
+    ),
     "tokens_by_agent_model": (
         (AGENT, MODEL, TTYPE),
         lambda r, _: r.sum_by(N.M_AGENT_TOKENS, (AGENT, MODEL, TTYPE)),
     ),
     "token_rate_by_model": (
         (MODEL, TTYPE),
-        lambda r, run: _per_second(r.sum_by(N.M_CLIENT_TOKEN_USAGE, (MODEL, TTYPE), "sum"), run),
+        lambda r, run: _per_second(
+            r.sum_by(N.M_CLIENT_TOKEN_USAGE, (MODEL, TTYPE), "sum", with_new=False), run
+        ),
     ),
     "agent_token_rate": (
         (MODEL, TTYPE),
-        lambda r, run: _per_second(r.sum_by(N.M_AGENT_TOKENS, (MODEL, TTYPE)), run),
+        lambda r, run: _per_second(r.sum_by(N.M_AGENT_TOKENS, (MODEL, TTYPE), with_new=False), run),
     ),
     "p95_llm_latency_by_model": (
         (MODEL,),
-        lambda r, _: r.quantile_by(N.M_CLIENT_OPERATION_DURATION, (MODEL,), **{N.OPERATION_NAME: "chat"}),
+        lambda r, _: r.quantile_by(
+            N.M_CLIENT_OPERATION_DURATION, (MODEL,), with_new=False, **{N.OPERATION_NAME: "chat"}
+        ),
     ),
     "tool_error_ratio": (
         (TOOL,),
@@ -206,11 +224,13 @@ def test_token_sums_equal_what_the_agent_recorded(stack_run: StackRun) -> None:
         ("builder", "claude-sonnet-4", "output"): 150,
         ("reviewer", "claude-sonnet-4", "input"): 700,
         ("reviewer", "claude-sonnet-4", "output"): 90,
+        ("auditor", "gpt-4o", "input"): 600,  # a series that began inside the range counts in full
+        ("auditor", "gpt-4o", "output"): 40,
     }
 
 
 def test_variable_queries_list_the_agents_and_models(stack_run: StackRun) -> None:
-    expected = {"agent": {"builder", "reviewer"}, "model": {"gpt-4o", "claude-sonnet-4"}}
+    expected = {"agent": {"builder", "reviewer", "auditor"}, "model": {"gpt-4o", "claude-sonnet-4"}}
     for var, query in load_variable_queries().items():
         inner = query.removeprefix("label_values(").removesuffix(")")
         metric, label = (p.strip() for p in inner.split(","))

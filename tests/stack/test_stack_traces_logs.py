@@ -59,14 +59,16 @@ def sink_logs(run: StackRun) -> list[dict[str, Any]]:
     ]
 
 
-def _log_key(rec: dict[str, Any]) -> tuple[str, str, Any]:
-    return rec["trace_id"], rec["attributes"].get(names.RUN_ID), rec["attributes"].get("agenttrail.event.seq")
+def _log_key(rec: dict[str, Any]) -> tuple[str, str, Any, Any]:
+    """agenttrail run events are unique by seq within a trace; GenAI semconv events
+    (gen_ai.client.inference.operation.details, ...) by name within their span."""
+    return rec["trace_id"], rec["span_id"], rec["event_name"], rec["attributes"].get("agenttrail.event.seq")
 
 
 def test_every_span_arrives_with_its_attributes_and_resource(stack_run: StackRun) -> None:
     got = sink_spans(stack_run)
     sent = stack_run.workload["spans"]
-    assert len(sent) == 2 * 14  # 2 phases x (8 + 3 + 3 spans)
+    assert len(sent) == 2 * 14 + 3  # 2 phases x (8 + 3 + 3 spans) + the auditor run
     assert set(got) == {s["span_id"] for s in sent}
     for s in sent:
         g = got[s["span_id"]]
@@ -74,7 +76,7 @@ def test_every_span_arrives_with_its_attributes_and_resource(stack_run: StackRun
         assert g["attributes"] == s["attributes"], s["name"]
         assert g["resource"] == s["resource"]
     ops = Counter(g["attributes"][names.OPERATION_NAME] for g in got.values())
-    assert ops == {"chat": 12, "execute_tool": 10, "invoke_agent": 6}
+    assert ops == {"chat": 13, "execute_tool": 11, "invoke_agent": 7}
 
 
 def test_every_log_record_arrives_with_its_attributes_and_resource(stack_run: StackRun) -> None:
@@ -86,7 +88,9 @@ def test_every_log_record_arrives_with_its_attributes_and_resource(stack_run: St
         assert g["attributes"] == s["attributes"]
         assert g["resource"] == s["resource"]
         assert g["span_id"] == s["span_id"]
-        assert g["event_name"] == s["event_name"] == s["attributes"]["agenttrail.event.type"]
+        assert g["event_name"] == s["event_name"]
+        if "agenttrail.event.type" in s["attributes"]:  # run events: event name = bundle event type
+            assert s["event_name"] == s["attributes"]["agenttrail.event.type"]
         assert g["body"] == s["body"]
 
 
@@ -128,7 +132,7 @@ def test_traces_to_logs_link_finds_the_runs_log_records(stack_run: StackRun) -> 
         ]
         run_id = sp["attributes"][names.RUN_ID]
         assert linked, f"no log record carries the trace id of run {run_id}"
-        assert {r["attributes"][names.RUN_ID] for r in linked} == {run_id}
+        assert {r["attributes"][names.RUN_ID] for r in linked if names.RUN_ID in r["attributes"]} == {run_id}
 
 
 def test_traces_to_metrics_tag_is_on_every_llm_span(stack_run: StackRun) -> None:
@@ -176,7 +180,7 @@ def test_logql_fields_exist_in_the_log_records(name: str, stack_run: StackRun) -
     for f in fields:
         assert any(f in v for v in views), f"{name}: no log record has the field {f!r}"
     for value in re.findall(r'agenttrail_event_type =~ "([^"]+)"', query):
-        types = {v["agenttrail_event_type"] for v in views}
+        types = {v["agenttrail_event_type"] for v in views if "agenttrail_event_type" in v}
         assert any(re.fullmatch(value, t) for t in types), (
             f"{name}: no event matches {value!r} (have {types})"
         )
@@ -201,5 +205,11 @@ def test_drilldown_finds_each_run_by_conversation_id(stack_run: StackRun) -> Non
         by_trace.setdefault(s["trace_id"], set()).add(s["attributes"].get(names.CONVERSATION_ID))
         assert s["attributes"][names.CONVERSATION_ID] == s["attributes"][names.RUN_ID]
     assert all(len(ids) == 1 for ids in by_trace.values())
-    for r in sink_logs(stack_run):
+    run_logs = [r for r in sink_logs(stack_run) if names.RUN_ID in r["attributes"]]
+    assert len(run_logs) > 0
+    for r in run_logs:
         assert by_trace[r["trace_id"]] == {r["attributes"][names.RUN_ID]}
+    # GenAI semconv events carry no run id (yet): they belong to a run's trace, so the trace view's
+    # "logs for this span" link finds them, but the drill-down's LogQL (by run id) does not.
+    for r in sink_logs(stack_run):
+        assert r["trace_id"] in by_trace
