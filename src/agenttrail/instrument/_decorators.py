@@ -341,6 +341,8 @@ def tool(
 # @llm
 
 _UTIL_GENAI_HANDLER: Final = "opentelemetry.util.genai.handler"
+#: Instrumentation scopes that record ``gen_ai.client.token.usage`` themselves.
+_METRIC_EMITTING_SCOPES: Final = ("opentelemetry.instrumentation.",)
 
 
 def _inference_context_data(capture_content: bool) -> tuple[str, Any] | None:
@@ -384,7 +386,7 @@ class LlmCall:
     stream chunk; it may be called several times (values merge).
     """
 
-    __slots__ = ("_done", "_idata", "ctx", "first_chunk_s", "messages", "model", "operation",
+    __slots__ = ("_done", "_idata", "_text", "ctx", "first_chunk_s", "messages", "model", "operation",
                  "provider", "sc", "stream", "usage")
 
     def __init__(self, provider: str, model: str | None, operation: str = names.OP_CHAT,
@@ -398,6 +400,7 @@ class LlmCall:
         self.usage = Usage()
         self.first_chunk_s: float | None = None
         self.messages = messages if s.capture.any else None
+        self._text = s.capture.any  # read the output text only when it may be captured
         self._done = False
         attrs: dict[str, Any] = {
             names.OPERATION_NAME: operation,
@@ -420,7 +423,7 @@ class LlmCall:
     def record(self, response: Any) -> None:
         """Read usage, response model, id and finish reasons from a response (or a chunk)."""
         try:
-            self.usage.merge(extract_response(response))
+            self.usage.merge(extract_response(response, self._text))
         except Exception:  # noqa: BLE001
             internal_error("reading an LLM response")
 
@@ -429,7 +432,7 @@ class LlmCall:
         if self.first_chunk_s is None:
             self.first_chunk_s = time.perf_counter() - self.sc.t0
         try:
-            self.usage.merge(extract_response(item))
+            self.usage.merge(extract_response(item, self._text))
         except Exception:  # noqa: BLE001
             internal_error("reading a stream chunk")
 
@@ -444,7 +447,7 @@ class LlmCall:
             self.sc.span.set_attribute(names.REQUEST_STREAM, True)
             return proxy_stream(result, self)
         if result is not None:
-            self.usage.merge(extract_response(result))
+            self.usage.merge(extract_response(result, self._text))
         self.complete(exc)
         return None
 
@@ -467,7 +470,12 @@ class LlmCall:
         enriched = self._merge_inner()
         if enriched:
             span.set_attribute(names.ENRICHED_BY, "opentelemetry-util-genai")
+        # Another instrumentation's span nested in ours already carries the usage (OpenLLMetry, the
+        # Anthropic SDK's own tracing ...): our span says so instead of repeating the counts, so sums
+        # over spans stay right. Token metrics are left to it only when it records them itself (the
+        # opentelemetry-instrumentation-* packages do; an SDK's native tracing does not).
         delegated = s.recorder.delegated(span.get_span_context().span_id)
+        metrics_delegated = delegated is not None and delegated.startswith(_METRIC_EMITTING_SCOPES)
         if delegated:
             span.set_attribute(names.DELEGATED_TO, delegated)
         else:
@@ -493,7 +501,7 @@ class LlmCall:
             m_attrs[names.RESPONSE_MODEL] = u.response_model
         inst = s.instruments
         run = self.sc.run
-        if not delegated:
+        if not metrics_delegated:
             for token_type, n in (("input", u.input_tokens), ("output", u.output_tokens)):
                 if n is not None:
                     inst.token_usage.record(n, {**m_attrs, names.TOKEN_TYPE: token_type})
@@ -520,8 +528,7 @@ class LlmCall:
             "duration_ms": round(seconds * 1000, 3), "finish_reason": (u.finish_reasons or [None])[0],
             "error": scrub(str(exc))[0] if exc else None, "error_type": err_type,
             "delegated_to": delegated}, span)
-        if not delegated:
-            run.add_tokens((u.input_tokens or 0) + (u.output_tokens or 0))  # may raise RunFailed
+        run.add_tokens((u.input_tokens or 0) + (u.output_tokens or 0))  # may raise RunFailed
 
     def _merge_inner(self) -> bool:
         """Take what a suppressed util-genai instrumentation published (only what we lack)."""
@@ -679,6 +686,7 @@ class _NullLlmCall(LlmCall):
 
     def __init__(self) -> None:  # deliberately skips LlmCall.__init__: nothing to record
         self.usage = Usage()
+        self._text = False
 
     def wrap_stream(self, stream: Any) -> Any:
         return stream

@@ -75,7 +75,9 @@ class Usage:
         return out
 
 
-def extract_response(resp: Any) -> Usage:
+def extract_response(resp: Any, with_text: bool = False) -> Usage:
+    """Usage and response metadata of a response or stream chunk; ``with_text`` also reads the
+    output text (only when content capture is on: it is content)."""
     u = Usage()
     if resp is None or isinstance(resp, (str, bytes, int, float)):
         return u
@@ -104,7 +106,32 @@ def extract_response(resp: Any) -> Usage:
         stop = _get(_get(resp, "delta"), "stop_reason")
     if isinstance(stop, str):
         u.finish_reasons.append(stop)
+    if with_text:
+        u.output_text = _output_text(resp, choices)
     return u
+
+
+def _output_text(resp: Any, choices: Any) -> str | None:
+    parts: list[str] = []
+    if isinstance(choices, list):  # OpenAI chat: message.content, or delta.content in a chunk
+        for choice in choices:
+            msg = _get(choice, "message") or _get(choice, "delta")
+            text = _get(msg, "content")
+            if isinstance(text, str):
+                parts.append(text)
+    content = _get(resp, "content")  # Anthropic message: [{type: text, text}]
+    if isinstance(content, list):
+        for block in content:
+            if _get(block, "type") == "text" and isinstance(_get(block, "text"), str):
+                parts.append(_get(block, "text"))
+    delta = _get(resp, "delta")  # Anthropic stream: content_block_delta
+    if delta is not None and _get(delta, "type") == "text_delta" and isinstance(_get(delta, "text"), str):
+        parts.append(_get(delta, "text"))
+    if not parts:
+        text = _get(resp, "output_text")  # OpenAI responses API
+        if isinstance(text, str):
+            parts.append(text)
+    return "".join(parts) if parts else None
 
 
 def _read_usage(usage: Any, u: Usage) -> None:
@@ -113,7 +140,9 @@ def _read_usage(usage: Any, u: Usage) -> None:
     if prompt is not None or completion is not None:  # OpenAI chat completions
         u.input_tokens = prompt
         u.output_tokens = completion
-        u.cache_read_tokens = _int(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
+        details = _get(usage, "prompt_tokens_details")
+        u.cache_read_tokens = _int(_get(details, "cached_tokens"))
+        u.cache_write_tokens = _int(_get(details, "cache_write_tokens"))
         u.reasoning_tokens = _int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
         return
     inp = _int(_get(usage, "input_tokens"))
