@@ -126,3 +126,20 @@ def test_loki_retention_actually_runs_and_structured_metadata_is_on() -> None:
     assert loki["limits_config"]["allow_structured_metadata"] is True
     assert loki["limits_config"]["retention_period"]
     assert loki["schema_config"]["configs"][0]["schema"] == "v13"
+
+
+def test_builder_manifest_has_exactly_the_components_the_config_uses(collector_bin: Any) -> None:
+    """Asked of the built binary itself (`components`), so the names are the ones v0.159.0 registers."""
+    import subprocess
+
+    out = subprocess.run(
+        [str(collector_bin), "components"], capture_output=True, text=True, check=True, timeout=60
+    )
+    built = yaml.safe_load(out.stdout)
+    cfg = _load("collector/otelcol.yaml")
+    for kind in ("receivers", "processors", "exporters"):
+        used = {name.split("/")[0] for name in cfg[kind]}
+        if kind == "exporters":
+            used.add("file")  # tests/stack/sink-otelcol.yaml
+        assert {c["name"] for c in built[kind]} == used, kind
+    assert {c["scheme"] for c in built["providers"]} >= {"env", "file"}
