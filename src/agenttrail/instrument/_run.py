@@ -459,14 +459,19 @@ class Run:
     def seal(self, out_dir: str | os.PathLike[str] | None = None, *, scrub_secrets: bool = True) -> Path:
         """Seal this run's spool into a debug bundle.
 
-        Default location: ``configure(recorder={"bundle_dir": ...})`` if set, else
-        ``<workspace>/_debug``. Sealing a live run captures what was written so far.
+        Default location: ``<bundle_dir>/<run_id>`` when ``configure(recorder={"bundle_dir": ...})``
+        is set, else ``<workspace>/_debug``. Sealing a live run captures what was written so far.
         """
         from ..bundle.writer import BundleOptions, seal_spool
 
         opts = BundleOptions.from_mapping(self.bundle_options)
         opts.scrub = scrub_secrets and opts.scrub
-        target = Path(out_dir) if out_dir else (self._options.bundle_dir or self.workspace / "_debug")
+        if out_dir is not None:
+            target = Path(out_dir)
+        elif self._options.bundle_dir is not None:
+            target = self._options.bundle_dir / _safe_name(self.run_id)
+        else:
+            target = self.workspace / "_debug"
         return seal_spool(self.spool_dir, target, status=self.status, failure=self.failure,
                           capture_mode=state().capture.value, options=opts)
 

@@ -69,7 +69,8 @@ class RecorderOptions:
 
     ``enabled=False`` keeps no spool: events still get their ``seq`` and go to the log pipeline, but
     a failed run leaves no bundle. ``spool_dir`` moves every run's spool out of the workspace
-    (``<spool_dir>/<run_id>/``); ``bundle_dir`` does the same for sealed bundles. Each spool file
+    (``<spool_dir>/<run_id>/``); ``bundle_dir`` does the same for sealed bundles
+    (``<bundle_dir>/<run_id>/`` instead of ``<workspace>/_debug``). Each spool file
     rotates at ``max_file_bytes`` and keeps at most ``max_files`` rotations, so a run's spool never
     exceeds about ``2 * max_file_bytes * (max_files + 1)`` bytes (events and trace).
     """
