@@ -188,8 +188,7 @@ async def run_scenario(workspace: Path, scenario: str = "rate-limit",
         client = instrument_openai_client(AsyncOpenAI(base_url=fake.base_url, api_key="sk-local-fake-key",
                                                       max_retries=2))
         triage = build_agents(client)
-        async with at.run(run_id or f"triage-{scenario}", agent_name="support-triage",
-                          workflow_name="billing_triage", workspace=workspace,
+        async with at.run(run_id or f"triage-{scenario}", agent_name="support-triage", workspace=workspace,
                           budget={"tokens": 50_000}) as r:
             try:
                 result = await Runner.run(triage, f"I was charged twice for {INVOICE}, please fix it.",

@@ -249,9 +249,13 @@ class AgenttrailTracingProcessor(TracingProcessor):
                 if state().capture.any and result is not None and not error:
                     event["result"] = safe_content(jsonable(result))
                 run.event(names.EV_TOOL_FINISHED, actor="tool", span=otel_span, data=event)
-        elif kind == "handoff" and run is not None:
-            run.event(EV_HANDOFF, actor="harness", span=otel_span, data={
-                "from_agent": data.from_agent, "to_agent": data.to_agent})
+        elif kind == "handoff":
+            # the SDK knows the target only once the handoff ran
+            otel_span.update_name(f"handoff {data.from_agent} -> {data.to_agent}")
+            otel_span.set_attribute(HANDOFF_TO, data.to_agent or "")
+            if run is not None:
+                run.event(EV_HANDOFF, actor="harness", span=otel_span, data={
+                    "from_agent": data.from_agent, "to_agent": data.to_agent})
         otel_span.end()
 
     def _finish_generation(self, span: SdkSpan[Any], entry: _Open, seconds: float,
