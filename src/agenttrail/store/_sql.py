@@ -37,7 +37,7 @@ TRACE_COLUMNS = ("{'resourceSpans': '" + _RESOURCE_SPANS + "', 'resource_spans':
 
 EVENT_COLUMNS = ("{'seq': 'BIGINT', 'ts': 'VARCHAR', 'run_id': 'VARCHAR', 'type': 'VARCHAR', "
                  "'actor': 'VARCHAR', 'trace_id': 'VARCHAR', 'span_id': 'VARCHAR', 'data': 'JSON', "
-                 "'payload_ref': 'VARCHAR', 'redaction': 'VARCHAR'}")
+                 "'payload_ref': 'VARCHAR', 'redaction': 'VARCHAR', 'worker_id': 'VARCHAR'}")
 
 CHECKPOINT_COLUMNS = ("{'checkpoint_id': 'VARCHAR', 'parent_checkpoint_id': 'VARCHAR', 'ts': 'VARCHAR', "
                       "'thread_id': 'VARCHAR', 'step': 'VARCHAR', 'values': 'JSON', "

@@ -36,7 +36,12 @@ CREATE TABLE IF NOT EXISTS files (
     bundle_id INTEGER, path VARCHAR, bytes BIGINT, sha256 VARCHAR);
 CREATE TABLE IF NOT EXISTS events (
     bundle_id INTEGER, run_id VARCHAR, seq BIGINT, ts TIMESTAMP, type VARCHAR, actor VARCHAR,
-    trace_id VARCHAR, span_id VARCHAR, data JSON, payload_ref VARCHAR, redaction VARCHAR, lineno BIGINT);
+    trace_id VARCHAR, span_id VARCHAR, data JSON, payload_ref VARCHAR, redaction VARCHAR, lineno BIGINT,
+    worker_id VARCHAR);
+CREATE TABLE IF NOT EXISTS features (
+    bundle_id INTEGER, run_id VARCHAR, idx BIGINT, name VARCHAR, passes BOOLEAN, item JSON, file VARCHAR);
+CREATE TABLE IF NOT EXISTS workspace_changes (
+    bundle_id INTEGER, run_id VARCHAR, path VARCHAR, change VARCHAR);
 CREATE TABLE IF NOT EXISTS checkpoints (
     bundle_id INTEGER, run_id VARCHAR, checkpoint_id VARCHAR, parent_checkpoint_id VARCHAR,
     ts TIMESTAMP, thread_id VARCHAR, step BIGINT, "values" JSON, metadata JSON, pending_writes JSON,
@@ -142,7 +147,8 @@ def _fast_or_careful(con: duckdb.DuckDBPyConnection, fast: str,
 
 _EVENT_SELECT = """
     SELECT ?, coalesce(run_id, ?), seq, CAST(TRY_CAST(ts AS TIMESTAMPTZ) AS TIMESTAMP), type, actor,
-           lower(trace_id), lower(span_id), data, payload_ref, redaction, lineno
+           lower(trace_id), lower(span_id), data, payload_ref, redaction, lineno,
+           coalesce(worker_id, data->>'worker_id')
 """
 
 
@@ -155,7 +161,8 @@ def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) 
             FROM (SELECT lineno, j->>'run_id' AS run_id, TRY_CAST(j->>'seq' AS BIGINT) AS seq,
                          j->>'ts' AS ts, j->>'type' AS type, j->>'actor' AS actor,
                          j->>'trace_id' AS trace_id, j->>'span_id' AS span_id, j->'data' AS data,
-                         j->>'payload_ref' AS payload_ref, j->>'redaction' AS redaction
+                         j->>'payload_ref' AS payload_ref, j->>'redaction' AS redaction,
+                         j->>'worker_id' AS worker_id
                   FROM (SELECT lineno, CAST(line AS JSON) AS j FROM _ev_lines
                         WHERE coalesce(json_valid(line), false) AND trim(line) <> '')
                   WHERE json_type(j) = 'OBJECT')
@@ -277,6 +284,8 @@ def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: 
     if csv_path is not None:
         _load_tool_calls_csv(con, bid, b, csv_path)
 
+    _load_progress(con, bid, b)
+
     listed = m.get("files") or {}
     file_rows = []
     for path in sorted(b.path.rglob("*")):
@@ -298,6 +307,43 @@ def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: 
         _identity_from_telemetry(con, bid, b.run_id)
 
 
+FEATURE_FILES = ("progress/feature-list.json", "progress/feature_list.json")
+
+
+def _load_progress(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle) -> None:
+    """progress/feature-list.json items and the files workspace.diff changed."""
+    for rel in FEATURE_FILES:
+        path = b.file(rel)
+        if path is None:
+            continue
+        try:
+            con.execute("""
+                INSERT INTO features
+                WITH doc AS (SELECT CAST(content AS JSON) AS j FROM read_text(?)),
+                items AS (SELECT unnest(from_json(CASE WHEN json_type(j) = 'ARRAY' THEN j
+                                                       ELSE coalesce(j->'features', j->'items') END,
+                                                  '["JSON"]')) AS item FROM doc)
+                SELECT ?, ?, row_number() OVER (), coalesce(item->>'name', item->>'description',
+                       item->>'id', item->>'title'),
+                       coalesce(TRY_CAST(item->>'passes' AS BOOLEAN), TRY_CAST(item->>'passing' AS BOOLEAN),
+                                lower(item->>'status') IN ('pass', 'passing', 'passed', 'done')),
+                       item, ?
+                FROM items""", [str(path), bid, b.run_id, rel])
+        except duckdb.Error as e:
+            con.execute("INSERT INTO load_warnings VALUES (?, ?, NULL, ?)",
+                        [bid, rel, f"could not read the feature list: {str(e).splitlines()[0]}"])
+        break
+    diff = b.file(model.WORKSPACE_DIFF)
+    if diff is not None:
+        con.execute(f"""
+            INSERT INTO workspace_changes
+            SELECT ?, ?, path, any_value(change) FROM (
+                SELECT regexp_extract(line, '^diff --git a/(.*) b/(.*)$', 2) AS path,
+                       'modified' AS change
+                FROM ({_sql.LINES}) WHERE line LIKE 'diff --git %')
+            WHERE path <> '' GROUP BY path ORDER BY path""", [bid, b.run_id, str(diff)])
+
+
 def _identity_from_telemetry(con: duckdb.DuckDBPyConnection, bid: int, fallback: str) -> None:
     """A bundle without a manifest run id: take it from its events, else the spans' session ids."""
     row = con.execute(f"""
@@ -310,7 +356,8 @@ def _identity_from_telemetry(con: duckdb.DuckDBPyConnection, bid: int, fallback:
         con.execute("UPDATE spans SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
         con.execute("UPDATE events SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
         con.execute("UPDATE checkpoints SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
-        con.execute("UPDATE tool_calls_csv SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
+        for table in ("tool_calls_csv", "features", "workspace_changes"):
+            con.execute(f"UPDATE {table} SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
 
 
 _EMPTY_TRACE: Path | None = None
