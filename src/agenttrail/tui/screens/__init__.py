@@ -1,0 +1,1 @@
+"""The TUI's views (one per tab) and its modal screens."""

@@ -1,0 +1,1 @@
+"""Widgets of the TUI: the virtual table and the detail pane."""
