@@ -98,9 +98,11 @@ ss AS (SELECT lineno, r->'resource'->'attributes' AS res,
        FROM rs),
 sp AS (SELECT lineno, res, s->'scope'->>'name' AS scope_name,
               unnest(from_json(s->'spans', '["JSON"]')) AS x FROM ss)
-SELECT lineno, x->>'traceId', x->>'spanId', x->>'parentSpanId', x->>'name', x->>'kind',
-       x->>'startTimeUnixNano', x->>'endTimeUnixNano', x->'status'->>'code', x->'status'->>'message',
-       scope_name, {attrs_map("x->'attributes'")}, {attrs_map('res')}, x->'events'
+SELECT lineno, x->>'traceId' AS trace_id, x->>'spanId' AS span_id, x->>'parentSpanId' AS parent_span_id,
+       x->>'name' AS name, x->>'kind' AS kind_raw, x->>'startTimeUnixNano' AS start_raw,
+       x->>'endTimeUnixNano' AS end_raw, x->'status'->>'code' AS status_raw,
+       x->'status'->>'message' AS status_message, scope_name, {attrs_map("x->'attributes'")} AS attributes,
+       {attrs_map('res')} AS resource, x->'events' AS span_events
 FROM sp
 """
 
