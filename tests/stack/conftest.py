@@ -12,15 +12,18 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stackkit import (
+
+from tests.stack.stackkit import (
     REPO,
+    Collector,
     Proc,
     Prometheus,
+    Sink,
+    StackRun,
     free_port,
     have,
     port_open,
@@ -84,23 +87,6 @@ def prometheus(prometheus_bin: str, stack_tmp: Path) -> Iterator[Prometheus]:
         proc.stop()
 
 
-@dataclass
-class Sink:
-    """The stand-in for Tempo (gRPC) and Loki (HTTP /otlp): a collector writing JSON lines."""
-
-    dir: Path
-    grpc_port: int
-    http_port: int
-
-    @property
-    def traces(self) -> Path:
-        return self.dir / "traces.jsonl"
-
-    @property
-    def logs(self) -> Path:
-        return self.dir / "logs.jsonl"
-
-
 def _start_sink(collector_bin: Path, base: Path, name: str) -> tuple[Proc, Sink]:
     sink = Sink(base / name, free_port(), free_port())
     sink.dir.mkdir(parents=True)
@@ -116,18 +102,6 @@ def _start_sink(collector_bin: Path, base: Path, name: str) -> tuple[Proc, Sink]
     ).start()
     proc.wait_ready(lambda: port_open(sink.grpc_port) and port_open(sink.http_port))
     return proc, sink
-
-
-@dataclass
-class Collector:
-    grpc_port: int
-    http_port: int
-    metrics_port: int
-    env: dict[str, str]
-
-    @property
-    def otlp_http(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
 
 
 def _start_collector(
@@ -171,19 +145,6 @@ def _run_workload(endpoint: str, workdir: Path) -> dict[str, Any]:
     assert r.returncode == 0, f"agent workload failed (exit {r.returncode}):\n{r.stdout}\n{r.stderr}"
     data: dict[str, Any] = json.loads(out.read_text())
     return data
-
-
-@dataclass
-class StackRun:
-    """One workload sent through the shipped collector config."""
-
-    workload: dict[str, Any]
-    prom: Prometheus
-    sink: Sink
-    collector: Collector
-    collector_log: Path
-    t_a_ms: int = 0
-    t_b_ms: int = 0
 
 
 def _wait_sink(sink: Sink, workload: dict[str, Any]) -> None:

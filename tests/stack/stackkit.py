@@ -229,3 +229,46 @@ def read_otlp(path: Path, kind: str) -> Iterator[tuple[dict[str, Any], dict[str,
             for ss in rs.get(scope_key, []):
                 for item in ss.get(item_key, []):
                     yield res, item
+
+
+# --- what the session fixtures hand to the tests ---------------------------------------------------
+@dataclass
+class Sink:
+    """The stand-in for Tempo (gRPC) and Loki (HTTP /otlp): a collector writing JSON lines."""
+
+    dir: Path
+    grpc_port: int
+    http_port: int
+
+    @property
+    def traces(self) -> Path:
+        return self.dir / "traces.jsonl"
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs.jsonl"
+
+
+@dataclass
+class Collector:
+    grpc_port: int
+    http_port: int
+    metrics_port: int
+    env: dict[str, str]
+
+    @property
+    def otlp_http(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+
+@dataclass
+class StackRun:
+    """One workload sent through the shipped collector config."""
+
+    workload: dict[str, Any]
+    prom: Prometheus
+    sink: Sink
+    collector: Collector
+    collector_log: Path
+    t_a_ms: int = 0
+    t_b_ms: int = 0

@@ -9,10 +9,10 @@ import re
 from typing import Any
 
 import pytest
-from stackkit import REPO, require_module
 
 from agenttrail.grafana.dashboards import provider_yaml
 from agenttrail.grafana.datasources import DEFAULT_URLS
+from tests.stack.stackkit import REPO, require_module
 
 pytestmark = pytest.mark.stack
 yaml = require_module("yaml", "pip install pyyaml==6.0.4 (dev extra)")

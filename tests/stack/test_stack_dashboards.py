@@ -9,13 +9,13 @@ import re
 from typing import Any
 
 import pytest
-from stackkit import REPO, require
 
 from agenttrail.grafana import promnames
 from agenttrail.grafana._assets import load_queries, load_variable_queries
 from agenttrail.grafana.dashboards import DASHBOARD_FILES, build_all, stale_files
 from agenttrail.grafana.datasources import datasources
 from agenttrail.instrument import names
+from tests.stack.stackkit import REPO, require
 
 pytestmark = pytest.mark.stack
 

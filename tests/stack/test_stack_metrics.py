@@ -17,12 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from stackkit import histogram_quantile
 
 from agenttrail.grafana import promnames
 from agenttrail.grafana._assets import load_queries, load_variable_queries
 from agenttrail.instrument import names
-from conftest import StackRun
+from tests.stack.stackkit import StackRun, histogram_quantile
 
 pytestmark = pytest.mark.stack
 

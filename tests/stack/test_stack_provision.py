@@ -9,8 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
-from fake_grafana import FakeGrafanaAPI
-from stackkit import REPO, free_port
 
 from agenttrail.errors import AgenttrailError, GrafanaError
 from agenttrail.grafana.cli import grafana
@@ -22,6 +20,8 @@ from agenttrail.grafana.provision import (
     GrafanaVersionError,
     provision,
 )
+from tests.stack.fake_grafana import FakeGrafanaAPI
+from tests.stack.stackkit import REPO, free_port
 
 pytestmark = pytest.mark.stack
 

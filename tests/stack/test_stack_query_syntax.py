@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from stackkit import REPO, have, require, run_script
 
 from agenttrail.grafana._assets import Query, load_queries
+from tests.stack.stackkit import REPO, have, require, run_script
 
 pytestmark = pytest.mark.stack
 

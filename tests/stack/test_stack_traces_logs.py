@@ -13,13 +13,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from stackkit import attrs, read_otlp
 
 from agenttrail.grafana import promnames
 from agenttrail.grafana._assets import load_queries
 from agenttrail.grafana.datasources import SERVICE_NAME_ATTR, TRACE_ID_FIELD, datasources
 from agenttrail.instrument import names
-from conftest import StackRun
+from tests.stack.stackkit import StackRun, attrs, read_otlp
 
 pytestmark = pytest.mark.stack
 

@@ -1,0 +1,1 @@
+"""Stack tests: a real OCB-built collector and Prometheus (see conftest.py)."""
