@@ -383,6 +383,7 @@ class AgenttrailCallbackHandler(BaseCallbackHandler):
                     meta: Mapping[str, Any]) -> None:
         step = meta.get("langgraph_step")
         step = step if isinstance(step, int) else None
+        new_step = False
         with self._lock:
             graph = self._graphs[root]
             parent_span: Span
@@ -400,7 +401,6 @@ class AgenttrailCallbackHandler(BaseCallbackHandler):
                         kind=SpanKind.INTERNAL, attributes=attrs)
                 parent_span = graph.open_steps[step]
             else:
-                new_step = False
                 parent_span = graph.span
         if step is not None and parent_run_id == root and new_step and graph.run and graph.thread_id:
             # the previous super-step's checkpoint is saved before this one starts
