@@ -1,5 +1,5 @@
 """The self-contained HTML postmortem: ``render_report(store) -> str``."""
 
-from .render import render_report
+from .render import Limits, render_report
 
-__all__ = ["render_report"]
+__all__ = ["Limits", "render_report"]

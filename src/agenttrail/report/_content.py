@@ -49,7 +49,7 @@ def _markdown() -> MarkdownIt:
     renderer: Any = md.renderer
     default_link_open = renderer.rules.get("link_open")
 
-    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    def link_open(_self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
         tokens[idx].attrSet("target", "_blank")
         if default_link_open is not None:

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..detect.finding import Finding
 from ..store import Store
-from .prices import PriceTable
 
 
 @dataclass(frozen=True)
@@ -60,24 +59,24 @@ def run_bounds(store: Store, bid: int) -> tuple[int, int]:
 # -- cost ---------------------------------------------------------------------------------------------
 
 
-def cost_by_model(store: Store, bid: int, prices: PriceTable) -> list[dict[str, Any]]:
-    """Tokens and USD per model. A ``cost_usd`` column in the store wins over the price table."""
+def cost_by_model(store: Store, bid: int) -> list[dict[str, Any]]:
+    """Tokens, seconds and USD per model. Cost comes from the store (``llm_calls.cost_usd``, priced
+    by its ``prices`` table); a model without a price has none, never zero."""
     has_cost = "cost_usd" in columns(store, "llm_calls")
+    has_prices = has_cost and "price_model" in columns(store, "llm_calls") and bool(columns(store, "prices"))
     rows = store.rows(f"""
-        SELECT coalesce(model, '(unknown)') AS model, count(*) AS calls,
-               CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
-               CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-               CAST(sum(cache_read_tokens) AS BIGINT) AS cache_read_tokens,
-               round(coalesce(sum(duration_ms), 0) / 1000, 3) AS seconds,
-               {"sum(cost_usd)" if has_cost else "NULL"} AS cost_usd
-        FROM llm_calls WHERE bundle_id = ? GROUP BY 1
-        ORDER BY sum(llm_calls.input_tokens + llm_calls.output_tokens) DESC, 1""",
-                      [bid])
-    for r in rows:
-        if r["cost_usd"] is None:
-            price = prices.lookup(r["model"])
-            r["cost_usd"] = None if price is None else price.cost(
-                r["input_tokens"], r["output_tokens"], r["cache_read_tokens"])
+        WITH m AS (
+            SELECT coalesce(model, '(unknown)') AS model, count(*) AS calls,
+                   CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
+                   CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
+                   CAST(sum(cache_read_tokens) AS BIGINT) AS cache_read_tokens,
+                   round(coalesce(sum(duration_ms), 0) / 1000, 3) AS seconds,
+                   {"sum(cost_usd)" if has_cost else "NULL"} AS cost_usd,
+                   {"any_value(price_model)" if has_prices else "NULL"} AS price_model
+            FROM llm_calls WHERE bundle_id = ? GROUP BY 1)
+        SELECT m.*, {"p.input_per_m, p.output_per_m" if has_prices else "NULL AS input_per_m, NULL AS output_per_m"}
+        FROM m {"LEFT JOIN prices p ON p.prefix = m.price_model" if has_prices else ""}
+        ORDER BY m.input_tokens + m.output_tokens DESC, m.model""", [bid])
     return rows
 
 
@@ -289,7 +288,7 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
                input_tokens, output_tokens, model, tool_name, error_type,
                CASE WHEN evid OR (err AND err_rn <= 200) OR $4
                     THEN left(CAST(to_json(attributes) AS VARCHAR), $5) END
-        FROM ranked WHERE rank <= $3 ORDER BY start_ns, span_id""",
+        FROM ranked WHERE rank <= $3 OR evid ORDER BY start_ns, span_id""",
         [bid, list(evidence), cap, with_attrs, limits.detail_chars])
     ids = [r[0] for r in rows]
     pos = {sid: i for i, sid in enumerate(ids)}

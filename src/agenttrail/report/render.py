@@ -24,7 +24,6 @@ from ..detect.registry import Analysis, available
 from ..store import Store, queries
 from . import _content, _data, charts
 from ._data import Limits
-from .prices import Price, PriceTable
 
 __all__ = ["Limits", "render_report"]
 
@@ -95,8 +94,16 @@ def _usd(value: Any) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
+def _visible(s: str) -> str:
+    """C0 control characters (NUL, ESC, ...) as visible escapes; newlines and tabs kept."""
+    if not any(ord(c) < 32 and c not in "\n\t" or c == "\x7f" for c in s):
+        return s
+    return "".join(f"\\x{ord(c):02x}" if (ord(c) < 32 and c not in "\n\t") or c == "\x7f" else c
+                   for c in s)
+
+
 def _short(text: Any, n: int = 200) -> str:
-    s = "" if text is None else str(text)
+    s = _visible("" if text is None else str(text))
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -128,12 +135,12 @@ def _budget(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_page(store: Store, run: dict[str, Any], findings: list[Finding], titles: dict[str, str],
-              prices: PriceTable, limits: Limits) -> dict[str, Any]:
+              limits: Limits) -> dict[str, Any]:
     bid = int(run["bundle_id"])
     bundle = store.bundles[bid - 1]
     t0, t1 = _data.run_bounds(store, bid)
     budget = _budget(run)
-    models = _data.cost_by_model(store, bid, prices)
+    models = _data.cost_by_model(store, bid)
     cost, unpriced = _data.total_cost(models)
     loops = _data.loop_windows(store, bid, findings, t0)
     failure = _data.failure_start(store, bid, findings, t0)
@@ -181,15 +188,12 @@ def _run_page(store: Store, run: dict[str, Any], findings: list[Finding], titles
     }
 
 
-def render_report(store: Store, *, prices: Mapping[str, Price] | PriceTable | None = None,
-                  analysis: Analysis | None = None, limits: Limits | None = None) -> str:
+def render_report(store: Store, *, analysis: Analysis | None = None, limits: Limits | None = None) -> str:
     """The whole report as one HTML string.
 
-    ``prices`` (USD per million tokens by model prefix) are laid over the built-in table;
     ``analysis`` reuses findings already computed (default: run every detector); ``limits`` bounds
-    what is embedded for very large runs.
+    what is embedded for very large runs. Costs come from the store (``open_store(..., prices=)``).
     """
-    table = prices if isinstance(prices, PriceTable) else PriceTable(prices)
     limits = limits or Limits()
     analysis = analysis if analysis is not None else run_detectors(store)
     titles = {code: str(getattr(cls, "title", code)) for code, cls in available().items()}
@@ -197,12 +201,11 @@ def render_report(store: Store, *, prices: Mapping[str, Price] | PriceTable | No
     pages = []
     for run in runs:
         mine = [f for f in analysis.findings if (f.bundle_id or 1) == run["bundle_id"]]
-        pages.append(_run_page(store, run, mine, titles, table, limits))
+        pages.append(_run_page(store, run, mine, titles, limits))
     compare = None
     if len(pages) > 1:
         compare = {"figure": charts.comparison(runs), "config": charts.CONFIG}
     return _env().get_template("report.html.j2").render(
         pages=pages, compare=compare, plotly_js=_plotly_js(), css=_asset("report.css"),
         script=_asset("report.js"), version=_agenttrail_version(),
-        detector_errors=[d.as_dict() for d in analysis.failures],
-        prices=table.as_dict())
+        detector_errors=[d.as_dict() for d in analysis.failures])
