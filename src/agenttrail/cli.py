@@ -72,6 +72,73 @@ bundles_arg = click.argument("bundles", nargs=-1, required=True,
 # analyze
 
 
+def _load_options(fn: Any) -> Any:
+    """Options every command that loads bundles shares."""
+    fn = click.option("--prices", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                      help="A prices.toml overriding the built-in USD prices per model "
+                           "(docs/store-schema.md#prices).")(fn)
+    fn = click.option("--no-cache", is_flag=True,
+                      help="Load the bundles afresh; do not read or write the store cache.")(fn)
+    fn = click.option("--progress/--no-progress", "progress", default=None,
+                      help="Show progress on stderr for loads over a second (default: when stderr is a "
+                           "terminal).")(fn)
+    return fn
+
+
+def _open(bundles: Sequence[Path], prices: Path | None, no_cache: bool, progress: bool | None) -> Any:
+    from .store import open_store
+
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _Progress() if show else None
+    try:
+        return open_store(bundles, use_cache=not no_cache, prices=prices, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _Progress:
+    """A one-line progress display on stderr that appears only once a load has taken a second."""
+
+    def __init__(self, delay: float = 1.0) -> None:
+        import threading
+        import time
+
+        self._time = time.monotonic
+        self._t0 = self._time()
+        self._delay = delay
+        self._what, self._i, self._n = "opening bundles", 0, 1
+        self._shown = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def __call__(self, what: str, i: int, n: int) -> None:
+        self._what, self._i, self._n = what, i, n
+
+    def _draw(self) -> None:
+        width = 24
+        done = int(width * max(self._i - 1, 0) / max(self._n, 1))
+        bar = "#" * done + "-" * (width - done)
+        sys.stderr.write(f"\r[{bar}] {self._time() - self._t0:5.1f} s  {self._what[:70]:<70}")
+        sys.stderr.flush()
+        self._shown = True
+
+    def _run(self) -> None:
+        if self._stop.wait(self._delay):
+            return
+        while not self._stop.is_set():
+            self._draw()
+            self._stop.wait(0.25)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._shown:
+            sys.stderr.write(f"\rloaded in {self._time() - self._t0:.1f} s".ljust(110) + "\n")
+            sys.stderr.flush()
+
+
 @cli.command()
 @bundles_arg
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
@@ -82,23 +149,33 @@ bundles_arg = click.argument("bundles", nargs=-1, required=True,
               help="Run only this detector (repeatable). Default: all.")
 @click.option("--set", "settings", multiple=True, metavar="CODE.KEY=VALUE",
               help="Override a detector threshold, e.g. --set retry_loop.min_iterations=4.")
+@_load_options
 def analyze(bundles: tuple[Path, ...], fmt: str, fail_on: str | None,
-            detectors: tuple[str, ...], settings: tuple[str, ...]) -> None:
-    """Explain what went wrong in one or more bundles."""
+            detectors: tuple[str, ...], settings: tuple[str, ...], prices: Path | None, no_cache: bool,
+            progress: bool | None) -> None:
+    """Explain what went wrong in one or more bundles.
+
+    With several bundles, a fleet summary ranks the failure modes by how many runs they hit and by the
+    tokens and cost they wasted.
+    """
     from .detect import run_detectors, severity_rank
-    from .store import open_store, queries
+    from .detect.fleet import fleet_summary
+    from .store import queries
 
     config = _parse_settings(settings)
-    store = open_store(bundles)
+    store = _open(bundles, prices, no_cache, progress)
     runs = queries.run(store, "run_summary")
     warnings = queries.run(store, "load_warnings")
     analysis = run_detectors(store, detectors or None, config)
-    doc = {
+    findings = [f.as_dict() for f in analysis.findings]
+    doc: dict[str, Any] = {
         "runs": runs,
-        "findings": [f.as_dict() for f in analysis.findings],
+        "findings": findings,
         "warnings": warnings,
         "detector_errors": [d.as_dict() for d in analysis.failures],
     }
+    if len(runs) > 1:
+        doc["fleet"] = fleet_summary(runs, findings)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, default=_json_default))
     else:
@@ -134,12 +211,13 @@ def _parse_settings(settings: Sequence[str]) -> dict[str, dict[str, Any]]:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"),
               show_default=True)
 @click.option("--open", "open_", is_flag=True, help="Open the report in a browser.")
-def report(bundles: tuple[Path, ...], output: Path, open_: bool) -> None:
+@_load_options
+def report(bundles: tuple[Path, ...], output: Path, open_: bool, prices: Path | None, no_cache: bool,
+           progress: bool | None) -> None:
     """Write a self-contained HTML postmortem."""
     from .report import render_report
-    from .store import open_store
 
-    store = open_store(bundles)
+    store = _open(bundles, prices, no_cache, progress)
     html = render_report(store)
     if output.is_dir():
         raise AgenttrailError(f"{output}: is a directory", "pass a file name, e.g. -o report.html")
@@ -162,12 +240,14 @@ def report(bundles: tuple[Path, ...], output: Path, open_: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True)
 @click.option("--query", "named", metavar="NAME", help="Run a named query from queries/sql/.")
-def sql_cmd(args: tuple[str, ...], fmt: str, named: str | None) -> None:
+@_load_options
+def sql_cmd(args: tuple[str, ...], fmt: str, named: str | None, prices: Path | None, no_cache: bool,
+            progress: bool | None) -> None:
     """Run SQL against bundles: agenttrail sql BUNDLE... "SELECT ..." (or --query NAME)."""
     import duckdb
 
     from .errors import StoreError
-    from .store import open_store, queries
+    from .store import queries
 
     if named:
         paths, query = list(args), queries.text(named)
@@ -176,9 +256,9 @@ def sql_cmd(args: tuple[str, ...], fmt: str, named: str | None) -> None:
             raise AgenttrailError("sql needs at least one bundle and a query",
                                   'agenttrail sql _debug/ "SELECT tool, count(*) FROM tool_calls GROUP BY 1"'
                                   f" (tables: runs, spans, events, tool_calls, llm_calls, operations, "
-                                  f"files, load_warnings; named queries: {', '.join(queries.names())})")
+                                  f"checkpoints, files, load_warnings, prices; named queries: {', '.join(queries.names())})")
         paths, query = list(args[:-1]), args[-1]
-    store = open_store([Path(p) for p in paths])
+    store = _open([Path(p) for p in paths], prices, no_cache, progress)
     try:
         cur = store.con.execute(query)
     except duckdb.Error as e:

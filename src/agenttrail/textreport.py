@@ -116,12 +116,32 @@ def render_text(doc: Mapping[str, Any]) -> str:
             lines.extend(f"  {'':<7} {'':<22} {d}" for d in _finding_details(f))
     else:
         lines.append("No findings.")
+    fleet = doc.get("fleet")
+    if fleet:
+        lines.append("")
+        lines.extend(fleet_lines(fleet))
     errors = doc.get("detector_errors") or []
     if errors:
         lines.append("")
         lines.append("Detectors that failed (their findings are missing):")
         lines.extend(f"  {e['detector']}: {_clean(e['error'])}" for e in errors)
     return "\n".join(lines) + "\n"
+
+
+def fleet_lines(fleet: Mapping[str, Any]) -> list[str]:
+    statuses = ", ".join(f"{n} {s}" for s, n in fleet["statuses"].items())
+    lines = [f"Fleet: {fleet['runs']} runs ({statuses})"]
+    modes = fleet.get("failure_modes") or []
+    if not modes:
+        return [*lines, "  no failure modes found"]
+    lines.append(f"  {'failure mode':<24} {'runs':>5} {'findings':>9} {'tokens wasted':>14} {'cost wasted':>12}")
+    for m in modes:
+        cost = f"${m['cost_wasted_usd']:,.2f}" if m["cost_wasted_usd"] else "-"
+        toks = _tok(m["tokens_wasted"]) if m["tokens_wasted"] else "-"
+        lines.append(f"  {m['code']:<24} {m['runs']:>5} {m['findings']:>9} {toks:>14} {cost:>12}")
+    if fleet.get("by_waste"):
+        lines.append("  most wasteful first: " + ", ".join(fleet["by_waste"]))
+    return lines
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
@@ -146,6 +166,17 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     for f in findings:
         lines.append(f"- **{f['severity']}** `{f['code']}` — {_md(f['summary'])}")
         lines.extend(f"  - {_md(d)}" for d in _finding_details(f))
+    fleet = doc.get("fleet")
+    if fleet:
+        lines += ["", "## Fleet", "", f"{fleet['runs']} runs: "
+                  + ", ".join(f"{n} {s}" for s, n in fleet["statuses"].items()), "",
+                  "| failure mode | runs | findings | tokens wasted | cost wasted |", "|---|---|---|---|---|"]
+        lines += [f"| `{m['code']}` | {m['runs']} | {m['findings']} | {_tok(m['tokens_wasted'])} | "
+                  f"${m['cost_wasted_usd']:,.2f} |" for m in fleet.get("failure_modes") or []]
+    errors = doc.get("detector_errors") or []
+    if errors:
+        lines += ["", "## Detectors that failed", ""]
+        lines += [f"- `{e['detector']}`: {_md(e['error'])}" for e in errors]
     return "\n".join(lines) + "\n"
 
 

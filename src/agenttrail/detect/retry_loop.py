@@ -110,13 +110,14 @@ class RetryLoop:
         loop = calls[loop_start:end]
         cycle = loop[:period]
         window_lo, window_hi = trigger.end_ns, loop[-1].end_ns
-        tokens_total, tokens_loop, n_llm = store.sql("""
+        tokens_total, tokens_loop, n_llm, cost_loop = store.sql("""
             SELECT coalesce(sum(input_tokens + output_tokens), 0),
                    coalesce(sum(input_tokens + output_tokens)
-                            FILTER (WHERE start_ns >= ? AND start_ns <= ?), 0),
-                   count(*) FILTER (WHERE start_ns >= ? AND start_ns <= ?)
-            FROM llm_calls WHERE bundle_id = ?""",
-            [window_lo, window_hi, window_lo, window_hi, bundle_id])[0]
+                            FILTER (WHERE start_ns >= $lo AND start_ns <= $hi), 0),
+                   count(*) FILTER (WHERE start_ns >= $lo AND start_ns <= $hi),
+                   sum(cost_usd) FILTER (WHERE start_ns >= $lo AND start_ns <= $hi)
+            FROM llm_calls WHERE bundle_id = $bid""",
+            {"lo": window_lo, "hi": window_hi, "bid": bundle_id})[0]
         run_lo, run_hi = store.sql("""
             SELECT min(s), max(e) FROM (
                 SELECT CAST(start_ns AS BIGINT) s, CAST(end_ns AS BIGINT) e FROM spans WHERE bundle_id = ?
@@ -147,6 +148,7 @@ class RetryLoop:
                 "tokens": int(tokens_loop),
                 "tokens_total": int(tokens_total),
                 "llm_calls": int(n_llm),
+                "cost_usd": None if cost_loop is None else round(float(cost_loop), 6),
                 "time_share": round(min(loop_seconds / run_seconds, 1.0), 4),
                 "seconds": round(loop_seconds, 3),
                 "iterations": iterations,
