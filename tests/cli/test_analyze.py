@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
@@ -61,7 +62,7 @@ def test_crashing_detector_is_reported_and_others_run(demo_bundle: Path, monkeyp
     class Broken:
         code = "broken"
         title = "always raises"
-        defaults: dict[str, object] = {}
+        defaults: ClassVar[dict[str, object]] = {}
 
         def detect(self, store: object, config: object) -> list[object]:
             raise ZeroDivisionError("division by zero")
