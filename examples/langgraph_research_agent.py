@@ -106,7 +106,13 @@ def writer(state: Research) -> Research:
 
 
 def verifier(state: Research) -> Research:
-    ok = all(n != "no results" for n in state["notes"]) and state["draft"].startswith("## ")
+    checks = {"sources_found": all(n != "no results" for n in state["notes"]),
+              "has_title": state["draft"].startswith("## ")}
+    ok = all(checks.values())
+    run = at.current_run()
+    if run is not None:
+        run.event("evaluation", actor="harness",
+                  data={"verdict": "pass" if ok else "fail", "checks": checks})
     if not ok:
         return {"verdict": "rejected"}
     post = publish_report("battery-storage-2026", state["draft"])
