@@ -33,9 +33,9 @@ os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "50"
 os.environ["OTEL_BLRP_SCHEDULE_DELAY"] = "50"
 os.environ["OTEL_EXPORTER_OTLP_TIMEOUT"] = "600"
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-import agenttrail as at  # noqa: E402
+import agenttrail as at
 
 RECEIVED: dict[str, int] = {"spans": 0, "requests": 0}
 
