@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 FORMAT: Final = "agenttrail.bundle"
@@ -57,3 +59,21 @@ class WarningSink:
             self.items.append(LoadWarning(file, line, message))
         elif n == self.limit_per_file + 1:
             self.items.append(LoadWarning(file, None, "more problems in this file were not listed"))
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (the manifest's ``files`` index)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def producer_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agenttrail")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
+        return "0.0.0"

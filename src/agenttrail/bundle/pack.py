@@ -7,7 +7,6 @@ outside its target and cannot fill the disk.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
@@ -17,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from ..errors import UnsafeArchiveError
+from .model import sha256_file
 
 MAX_UNPACKED_BYTES = 8 << 30  # 8 GiB in all
 MAX_RATIO = 200  # decompressed / compressed
@@ -176,11 +176,7 @@ def cache_dir() -> Path:
 
 def unpack_to_cache(src: Path, base: Path | None = None) -> Path:
     """Unpack a packed bundle once into the cache (keyed by the file's content hash)."""
-    h = hashlib.sha256()
-    with open(src, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    target = (base or cache_dir() / "unpacked") / h.hexdigest()[:24]
+    target = (base or cache_dir() / "unpacked") / sha256_file(src)[:24]
     if target.is_dir() and any(target.iterdir()):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

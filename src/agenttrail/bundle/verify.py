@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import model
+from .model import sha256_file
 from .reader import Bundle, open_bundle
 
 
@@ -30,13 +30,6 @@ class VerifyResult:
         out.append("verdict: " + ("OK" if self.ok else f"{len(self.errors)} error(s)"))
         return out
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verify(path: str | Path) -> VerifyResult:
@@ -64,7 +57,7 @@ def verify(path: str | Path) -> VerifyResult:
         if not p.is_file():
             r.errors.append(f"{rel}: listed in the manifest but missing")
             bad += 1
-        elif info.get("sha256") and _sha256(p) != info["sha256"]:
+        elif info.get("sha256") and sha256_file(p) != info["sha256"]:
             r.errors.append(f"{rel}: sha256 differs from the manifest (changed after sealing)")
             bad += 1
         elif info.get("bytes") is not None and p.stat().st_size != info["bytes"]:

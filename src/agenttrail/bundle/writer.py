@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import hashlib
 import io
 import json
 import os
@@ -24,6 +23,7 @@ from typing import Any
 from .._secrets import scrub as _scrub
 from . import model
 from ._scrub import Scrubber, iter_blocks, scrub_block
+from .model import producer_version, sha256_file
 from .spool import spool_files
 
 
@@ -61,13 +61,6 @@ class BundleOptions:
 def _default_scrubber() -> Scrubber:
     return _scrub
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _spool_parts(spool: Path, name: str) -> list[Path]:
@@ -410,18 +403,12 @@ def _manifest(tmp: Path, run_meta: Mapping[str, Any], status: str,
               failure: Mapping[str, str] | None, capture_mode: str, secrets: int,
               opts: BundleOptions, workspace_info: Mapping[str, Any] | None,
               recovered: bool) -> dict[str, Any]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        producer_version = version("agenttrail")
-    except PackageNotFoundError:  # pragma: no cover
-        producer_version = "0.0.0"
     first, last = _first_last_ts(tmp / model.EVENTS)
     files: dict[str, dict[str, Any]] = {}
     for path in sorted(tmp.rglob("*")):
         if path.is_file():
             rel = path.relative_to(tmp).as_posix()
-            files[rel] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+            files[rel] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     manifest: dict[str, Any] = {
         "format": model.FORMAT,
         "version": model.VERSION,
@@ -433,7 +420,7 @@ def _manifest(tmp: Path, run_meta: Mapping[str, Any], status: str,
         "workflow_name": run_meta.get("workflow_name"),
         "failure": dict(failure) if failure else None,
         "budget": run_meta.get("budget") or {},
-        "producer": {"name": "agenttrail", "version": producer_version},
+        "producer": {"name": "agenttrail", "version": producer_version()},
         "redaction": {"content_capture": capture_mode, "secrets_scrubbed": secrets,
                       "scrubbed": opts.scrub},
         "sealed_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
