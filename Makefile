@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_WS := build/demo-workspace
 
-.PHONY: venv test-deps demo test test-fast lint bench dashboards clean
+.PHONY: venv test-deps demo test test-fast lint bench dashboards collector clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,14 @@ lint: venv
 
 bench: venv
 	$(PY) bench/run.py
+
+# Regenerate the committed Grafana dashboards from code (tests fail when they disagree).
+dashboards: venv
+	$(PY) -m agenttrail.grafana.dashboards --write dashboards/
+
+# Build (or reuse the cached) OpenTelemetry Collector the stack tests run.
+collector:
+	bash scripts/build-collector.sh
 
 clean:
 	rm -rf build .pytest_cache
