@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar
 
@@ -16,7 +17,7 @@ from ...store import queries as named_queries
 from ..context import RunContext, ShowDetail, in_thread
 from ..data import Cursor, QueryResult, named_query_list, run_query
 from ..widgets.detail import fields_table
-from ..widgets.vtable import Column, VirtualTable
+from ..widgets.vtable import Column, VirtualTable, format_value
 
 DEFAULT_SQL = "SELECT tool, status, count(*) AS calls\nFROM tool_calls\nGROUP BY ALL\nORDER BY calls DESC"
 
@@ -35,12 +36,17 @@ class ArrowSource:
         return [tuple(r.values()) for r in part]
 
 
-def result_columns(names: tuple[str, ...], width: int) -> list[Column]:
+def result_columns(names: tuple[str, ...], sample: list[tuple[Any, ...]]) -> list[Column]:
+    """Columns as wide as their header and the first rows (at most 32), the last one takes the rest."""
     if not names:
         return []
-    each = max((width - len(names) + 1) // len(names), 6)
-    cols = [Column(n, n, min(max(each, len(n)), 24)) for n in names]
-    cols[-1] = Column(names[-1], names[-1])  # the last one takes what is left
+    cols: list[Column] = []
+    for i, n in enumerate(names):
+        width = max([len(n), *(len(format_value(r[i])) for r in sample if i < len(r))])
+        numeric = bool(sample) and all(isinstance(r[i], int | float) for r in sample if r[i] is not None)
+        cols.append(Column(n, n, min(width, 32), align="right" if numeric else "left"))
+    last = cols[-1]
+    cols[-1] = Column(last.key, last.label, None if last.align == "left" else last.width, last.align)
     return cols
 
 
@@ -51,6 +57,7 @@ class SqlView(Vertical):
     ]
 
     ctx: RunContext | None = None
+    clock: Callable[[], float] = staticmethod(time.perf_counter)  # tests freeze it: snapshots are exact
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="toolbar"):
@@ -91,15 +98,15 @@ class SqlView(Vertical):
             return
         self.query_one("#sql-status", Label).update(Text("running…", style="dim"))
         self.table.loading = True
-        started = time.perf_counter()
+        started = self.clock()
         in_thread(self.app, self.ctx.store, partial(_query_job, sql=sql),
                   partial(self._done, started), group="sql", description="SQL query")
 
     def _done(self, started: float, result: QueryResult) -> None:
         self.table.loading = False
-        ms = (time.perf_counter() - started) * 1000
-        self.table.set_source(result_columns(result.columns, self.table.size.width or 80),
-                              ArrowSource(result))
+        ms = (self.clock() - started) * 1000
+        source = ArrowSource(result)
+        self.table.set_source(result_columns(result.columns, source.fetch(0, 100)), source)
         self.query_one("#sql-status", Label).update(
             Text(f"{result.count:,} rows · {ms:,.0f} ms", style="dim"))
 
