@@ -189,3 +189,59 @@ def test_not_a_trace_file_is_a_readable_error(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "missing.json: no such file or directory" in r.stderr
     with pytest.raises(BundleError, match="--langgraph-sqlite needs --thread-id"):
         import_bundle([], tmp_path / "d", langgraph_sqlite=tmp_path / "db.sqlite")
+
+
+def _langgraph_db(db: Path) -> None:
+    """A real LangGraph graph run to completion on thread t-1 with a SqliteSaver checkpointer."""
+    import sqlite3
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        step: int
+        notes: str
+
+    def plan(state: State) -> dict[str, Any]:
+        return {"step": state["step"] + 1, "notes": state["notes"] + "planned;"}
+
+    def act(state: State) -> dict[str, Any]:
+        return {"step": state["step"] + 1, "notes": state["notes"] + "acted with sk-proj-" + "z" * 30}
+
+    g = StateGraph(State)
+    g.add_node("plan", plan)
+    g.add_node("act", act)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "act")
+    g.add_edge("act", END)
+    conn = sqlite3.connect(str(db), check_same_thread=False)
+    try:
+        graph = g.compile(checkpointer=SqliteSaver(conn))
+        graph.invoke({"step": 0, "notes": ""}, {"configurable": {"thread_id": "t-1"}})
+    finally:
+        conn.close()
+
+
+def test_import_langgraph_sqlite_thread_with_traces(produced: dict[str, Path], tmp_path: Path) -> None:
+    db = tmp_path / "graph.sqlite"
+    _langgraph_db(db)
+    out = tmp_path / "lg"
+    r = CliRunner().invoke(cli, ["bundle", "import", str(produced["openinference"] / "otlp-lines.json"),
+                                 "--langgraph-sqlite", str(db), "--thread-id", "t-1", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[1] == "  langgraph thread t-1: 4 checkpoints, last step 2"
+    checkpoints = [json.loads(x) for x in (out / "checkpoints.jsonl").read_text().splitlines()]
+    assert [c["step"] for c in checkpoints] == [-1, 0, 1, 2]
+    assert json.loads((out / "last_state.json").read_text()) == {
+        "step": 2, "notes": "planned;acted with [REDACTED:openai_key]"}
+    m = open_bundle(out).manifest
+    assert m["imported"]["langgraph"]["checkpoints"] == 4
+    assert sorted(m["files"]) == ["checkpoints.jsonl", "last_state.json", "trace.jsonl"]
+    result = verify(out)
+    assert result.ok, result.lines()
+    # only the thread: no traces, run id from the thread
+    only = import_bundle([], tmp_path / "only", langgraph_sqlite=db, thread_id="t-1")
+    assert only.run_id == "t-1" and only.spans == 0
+    with pytest.raises(BundleError, match="thread 'nope' has no checkpoints"):
+        import_bundle([], tmp_path / "none", langgraph_sqlite=db, thread_id="nope")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import model
 from .model import sha256_file
@@ -66,12 +68,14 @@ def verify(path: str | Path) -> VerifyResult:
     if files and not bad:
         r.checked.append(f"{len(files)} files match their manifest hashes")
     # -- events: seq strictly increasing, required keys, payload refs
-    span_ids: set[str] = set()
-    for tf in b.trace_files:
-        for _, doc in b.iter_jsonl(tf) if tf.name == model.TRACE_JSONL else [(1, _load(tf, r))]:
-            for rs in doc.get("resourceSpans") or []:
-                for ss in rs.get("scopeSpans") or []:
-                    span_ids.update(str(s.get("spanId", "")).lower() for s in ss.get("spans") or [])
+    if files:
+        unlisted = sorted(p.relative_to(b.path).as_posix() for p in b.path.rglob("*")
+                          if p.is_file() and p.relative_to(b.path).as_posix() not in files
+                          and p.name != model.MANIFEST)
+        if unlisted:
+            r.warnings.append(f"{len(unlisted)} file(s) not in the manifest's index (kept): "
+                              + ", ".join(unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""))
+    span_ids = _check_traces(b, r)
     ev = b.events_file
     if ev is not None:
         last: dict[str, int] = {}
@@ -102,25 +106,82 @@ def verify(path: str | Path) -> VerifyResult:
                 r.warnings.append(f"{unlinked} events name a span_id that is not in the trace")
             else:
                 r.checked.append("every event's span_id is in the trace")
-    # -- tool_calls.csv header
+    # -- tool_calls.csv: header, then every row as wide as the header
     tc = b.file(model.TOOL_CALLS)
     if tc is not None:
-        with open(tc, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
-        if tuple(header[: len(model.TOOL_CALLS_HEADER)]) != model.TOOL_CALLS_HEADER:
-            r.errors.append(f"{model.TOOL_CALLS}:1: header must start with "
-                            f"{','.join(model.TOOL_CALLS_HEADER)}")
-        else:
-            r.checked.append("tool_calls.csv header")
+        _check_tool_calls(tc, r)
     for w in b.warnings.items:
         r.errors.append(f"{w.where()}: {w.message}") if w.line else r.warnings.append(
             f"{w.where()}: {w.message}")
     return r
 
 
-def _load(path: Path, r: VerifyResult) -> dict:  # type: ignore[type-arg]
-    import json
+_MAX_PER_FILE = 20
 
+
+def _check_traces(b: Bundle, r: VerifyResult) -> set[str]:
+    """Span ids of the trace files; each document and span id checked, problems at file:line."""
+    span_ids: set[str] = set()
+    if len(b.trace_files) > 1:
+        r.warnings.append("both trace.json and trace.jsonl present: readers load both (spans may repeat)")
+    for tf in b.trace_files:
+        problems = spans = docs = 0
+        pairs = b.iter_jsonl(tf) if tf.name == model.TRACE_JSONL else [(1, _load(tf, r))]
+        for lineno, doc in pairs:
+            resource_spans = doc.get("resourceSpans", doc.get("resource_spans"))
+            if not isinstance(resource_spans, list):
+                if doc and problems < _MAX_PER_FILE:
+                    r.errors.append(f"{tf.name}:{lineno}: not an OTLP trace document (no resourceSpans)")
+                problems += bool(doc)
+                continue
+            docs += 1
+            for rs in resource_spans:
+                for ss in rs.get("scopeSpans") or rs.get("scope_spans") or []:
+                    for sp in ss.get("spans") or []:
+                        spans += 1
+                        tid, sid = str(sp.get("traceId", "")), str(sp.get("spanId", ""))
+                        if not (_is_hex(tid, 32) and _is_hex(sid, 16)):
+                            if problems < _MAX_PER_FILE:
+                                r.errors.append(f"{tf.name}:{lineno}: span {sp.get('name')!r} has ids "
+                                                f"{tid!r}/{sid!r}, not 32/16 hex digits")
+                            problems += 1
+                        span_ids.add(sid.lower())
+        if problems > _MAX_PER_FILE:
+            r.errors.append(f"{tf.name}: {problems - _MAX_PER_FILE} more problems not listed")
+        if not problems:
+            r.checked.append(f"{tf.name}: {spans} spans in {docs} document(s), ids well-formed")
+    return span_ids
+
+
+def _is_hex(value: str, n: int) -> bool:
+    return len(value) == n and all(c in "0123456789abcdefABCDEF" for c in value)
+
+
+def _check_tool_calls(path: Path, r: VerifyResult) -> None:
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        if tuple(header[: len(model.TOOL_CALLS_HEADER)]) != model.TOOL_CALLS_HEADER:
+            r.errors.append(f"{model.TOOL_CALLS}:1: header must start with "
+                            f"{','.join(model.TOOL_CALLS_HEADER)}")
+            return
+        bad = rows = 0
+        try:
+            for row in reader:
+                rows += 1
+                if len(row) != len(header) and row:
+                    if bad < _MAX_PER_FILE:
+                        r.errors.append(f"{model.TOOL_CALLS}:{reader.line_num}: {len(row)} fields, "
+                                        f"the header has {len(header)}")
+                    bad += 1
+        except csv.Error as e:
+            r.errors.append(f"{model.TOOL_CALLS}:{reader.line_num}: {e}")
+            bad += 1
+    if not bad:
+        r.checked.append(f"tool_calls.csv: header and {rows} rows")
+
+
+def _load(path: Path, r: VerifyResult) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e:
