@@ -103,8 +103,11 @@ def write_bundle(out: Path, *, hostile: bool = False, loops: int = 4, extra_even
 
     root = sid()
     event(T0, "run.started", root, {"agent_name": "fixture-agent", "budget": {"tokens": 40_000}})
+    # padding first, so the evidence sits far down the event log
+    for i in range(extra_events):
+        event(T0 + i * 200, "heartbeat", root, {"i": i, "note": f"padding event {i}"})
     commands = ["cat package.json", "npm install"] + LOOP * loops
-    t = T0 + 5 * MS
+    t = T0 + 5 * MS + extra_events * 200
     info: dict[str, Any] = {"root": root, "steps": len(commands)}
     err_text = (ERESOLVE + "\n" + HOSTILE + JUNK + LONG) if hostile else ERESOLVE
     for step, cmd in enumerate(commands):
@@ -139,9 +142,7 @@ def write_bundle(out: Path, *, hostile: bool = False, loops: int = 4, extra_even
                         f"{'ERESOLVE' if failed else ''}")
         event(t + 40 * MS, "node.finished", node, {"node": "act"})
         t += 50 * MS
-    for i in range(extra_events):
-        event(t + i * 1000, "heartbeat", root, {"i": i, "note": f"padding event {i}"})
-    t += extra_events * 1000 + MS
+    t += MS
     if hostile:
         event(t, "error", root, {"type": "Hostile", "message": HOSTILE + JUNK})
         event(t, "operation.intent", root, {"operation_id": "op-1", "kind": "deploy", "target": HOSTILE})

@@ -96,7 +96,7 @@ def _usd(value: Any) -> str:
 
 def _visible(s: str) -> str:
     """C0 control characters (NUL, ESC, ...) as visible escapes; newlines and tabs kept."""
-    if not any(ord(c) < 32 and c not in "\n\t" or c == "\x7f" for c in s):
+    if not any((ord(c) < 32 and c not in "\n\t") or c == "\x7f" for c in s):
         return s
     return "".join(f"\\x{ord(c):02x}" if (ord(c) < 32 and c not in "\n\t") or c == "\x7f" else c
                    for c in s)
