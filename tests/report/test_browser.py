@@ -12,8 +12,8 @@ import pytest
 
 from agenttrail.report import Limits, render_report
 from agenttrail.store import open_store
-from tests.report.bundles import SCRIPT, TINY_PNG_SIZE, write_bundle
 from tests.report.browser import Page, chromium
+from tests.report.bundles import SCRIPT, TINY_PNG_SIZE, write_bundle
 
 pytestmark = pytest.mark.browser
 
