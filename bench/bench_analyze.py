@@ -1,0 +1,115 @@
+"""End-to-end ``agenttrail analyze`` on large bundles, against DuckDB's plain ``read_ndjson``.
+
+For each size (spans; events are 2× spans) the script generates a bundle once (bench/gen_bundle.py,
+kept in build/bench/), then measures, each in a fresh process so peak RSS is per measurement:
+
+- baseline: DuckDB alone reading trace.jsonl with ``read_ndjson`` (auto-detected schema) and unnesting
+  resourceSpans → scopeSpans → spans into a table of one row per span;
+- analyze: ``agenttrail analyze BUNDLE --format json --no-cache`` (load spans + events, derive, all
+  detectors, JSON out);
+- cached: the first ``analyze`` with the cache writes it; the second re-opens from it (timed).
+
+Targets (issue 5): analyze ≤ 1.0× baseline, peak RSS < 3 GB, re-open from cache < 2 s at 1M spans.
+Results: a table on stdout and build/bench/bench_analyze.json. ``--quick`` uses 10k and 50k spans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "bench"
+sys.path.insert(0, str(ROOT / "bench"))
+
+NAIVE = """
+import duckdb, sys
+con = duckdb.connect()
+con.execute('''CREATE TABLE spans AS SELECT unnest(ss.spans, recursive := true) FROM (
+    SELECT unnest(rs.scopeSpans) AS ss FROM (
+        SELECT unnest(resourceSpans) AS rs FROM read_ndjson(?)))''', [sys.argv[1]])
+print(con.execute('SELECT count(*) FROM spans').fetchone()[0])
+"""
+
+
+def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS bytes, stdout) of one child process, from its own rusage."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    if code not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed ({code}):\n{err.decode()}")
+    return wall, usage.ru_maxrss * 1024, out.decode()
+
+
+def bundle(spans: int) -> Path:
+    from gen_bundle import generate
+
+    path = OUT / f"bundle-{spans}"
+    if not (path / "manifest.json").is_file():
+        t0 = time.perf_counter()
+        info = generate(path, spans)
+        print(f"  generated {path.name}: {info} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", default=None, help="comma-separated span counts")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (
+        [10_000, 50_000] if args.quick else [10_000, 100_000, 1_000_000])
+    OUT.mkdir(parents=True, exist_ok=True)
+    py = sys.executable
+    cli = [str(Path(py).parent / "agenttrail")]
+    results = []
+    print(f"{'spans':>9} {'events':>9} {'trace MB':>9} {'read_ndjson s':>14} {'analyze s':>10} "
+          f"{'ratio':>6} {'RSS MB':>8} {'baseline RSS':>13} {'cache s':>8}", flush=True)
+    for n in sizes:
+        b = bundle(n)
+        trace = b / "trace.jsonl"
+        base_s, base_rss, base_out = _measure([py, "-c", NAIVE, str(trace)])
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "AGENTTRAIL_CACHE_DIR": cache}
+            an_s, an_rss, an_out = _measure([*cli, "analyze", str(b), "--format", "json", "--no-cache"], env)
+            _measure([*cli, "analyze", str(b), "--format", "json"], env)  # writes the cache
+            cached_s, cached_rss, cached_out = _measure([*cli, "analyze", str(b), "--format", "json"], env)
+        doc = json.loads(an_out)
+        cached_findings = json.loads(cached_out)["findings"]
+        if cached_findings != doc["findings"]:
+            diff = [(k, str(a.get(k))[:120], str(b.get(k))[:120]) for a, b in zip(doc["findings"], cached_findings, strict=False)
+                    for k in a if a.get(k) != b.get(k)]
+            raise SystemExit(f"the cached store changed the findings: {diff or (len(doc['findings']), len(cached_findings))}")
+        run = doc["runs"][0]
+        loop = next(f for f in doc["findings"] if f["code"] == "retry_loop")
+        row = {"spans": int(base_out.strip()), "events": run["events"], "trace_mb": round(trace.stat().st_size / 1e6, 1),
+               "baseline_read_ndjson_s": round(base_s, 3), "baseline_rss_mb": round(base_rss / 1e6, 1),
+               "analyze_s": round(an_s, 3), "analyze_rss_mb": round(an_rss / 1e6, 1),
+               "ratio_to_baseline": round(an_s / base_s, 3), "cached_analyze_s": round(cached_s, 3),
+               "cached_rss_mb": round(cached_rss / 1e6, 1), "retry_loop_iterations": loop["iterations"],
+               "findings": len(doc["findings"])}
+        assert row["spans"] == run["spans"], (row["spans"], run["spans"])
+        results.append(row)
+        print(f"{row['spans']:>9} {row['events']:>9} {row['trace_mb']:>9} {base_s:>14.2f} {an_s:>10.2f} "
+              f"{an_s / base_s:>6.2f} {an_rss / 1e6:>8.0f} {base_rss / 1e6:>13.0f} {cached_s:>8.2f}", flush=True)
+    (OUT / "bench_analyze.json").write_text(json.dumps({
+        "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "results": results}, indent=2))
+    print(f"wrote {OUT / 'bench_analyze.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
