@@ -56,3 +56,9 @@ async def settle_failed(pilot: Pilot[int]) -> None:
     except WorkerFailed:
         pass
     await pilot.pause()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app loads through the store cache; keep the tests' caches out of the user's."""
+    monkeypatch.setenv("AGENTTRAIL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -291,7 +291,7 @@ async def test_run_picker_switches_runs(fixture_bundle: Path, second_bundle: Pat
 async def test_load_failure_shows_modal_then_exits_2(tmp_path: Path) -> None:
     from agenttrail.errors import StoreError
 
-    def broken(_paths):
+    def broken(_paths, _progress):
         raise StoreError("x.jsonl:3: could not load", "run `agenttrail bundle verify`")
 
     app = make_app([tmp_path], loader=broken)
@@ -303,3 +303,27 @@ async def test_load_failure_shows_modal_then_exits_2(tmp_path: Path) -> None:
         await pilot.pause()
     assert app.return_code == 2
     assert app.startup_error is not None and app.startup_error.message == "x.jsonl:3: could not load"
+
+
+async def test_store_reopened_from_the_read_only_cache(fixture_bundle: Path, tmp_path: Path) -> None:
+    from agenttrail.store import open_store
+
+    open_store([fixture_bundle], use_cache=True, cache_dir=tmp_path, cache_min_seconds=0).close()
+    opened = []
+
+    def cached(paths, progress):
+        store = open_store(paths, use_cache=True, cache_dir=tmp_path, progress=progress)
+        opened.append(store.from_cache)
+        return store
+
+    app = make_app([fixture_bundle], loader=cached)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert opened == [True]
+        assert app.ctx.run.tool_calls == 14 and len(app.ctx.findings) == 1
+        await pilot.press("3")
+        await settle(pilot)
+        assert app.query_one("#event-table", VirtualTable).row_count == 75
+        await pilot.press("4", "i")
+        await settle(pilot)
+        assert app.query_one("#tool-table", VirtualTable).row_count == 4

@@ -27,7 +27,7 @@ from ..errors import AgenttrailError
 from ..store import Store
 from ._text import literal
 from .context import JumpToEvidence, JumpToSeq, JumpToSpan, RunContext, ShowDetail
-from .data import RunInfo, attach_views_db, runs
+from .data import RunInfo, prepare, runs
 from .screens.events import EventsView
 from .screens.modals import ErrorModal, HelpScreen, RunPicker
 from .screens.overview import OverviewView
@@ -37,17 +37,25 @@ from .screens.tools import ToolsView
 from .widgets.detail import DetailPane
 from .widgets.vtable import VirtualTable
 
-StoreLoader = Callable[[Sequence[Path]], Store]
+Progress = Callable[[str, int, int], None]
+StoreLoader = Callable[[Sequence[Path], Progress], Store]
 Detect = Callable[[Store], tuple[list[Finding], list[DetectorFailure]]]
 
 TABS: tuple[tuple[str, str], ...] = (("overview", "Overview"), ("timeline", "Timeline"),
                                      ("events", "Events"), ("tools", "Tools"), ("sql", "SQL"))
 
 
-def default_loader(paths: Sequence[Path]) -> Store:
+def default_loader(paths: Sequence[Path], progress: Progress) -> Store:
+    """Load through the store cache: a bundle opened before re-opens in about a second."""
     from ..store import open_store
 
-    return open_store(paths)
+    return open_store(paths, use_cache=True, progress=progress)
+
+
+def fresh_loader(paths: Sequence[Path], progress: Progress) -> Store:
+    from ..store import open_store
+
+    return open_store(paths, progress=progress)
 
 
 def default_detect(store: Store) -> tuple[list[Finding], list[DetectorFailure]]:
@@ -78,13 +86,16 @@ class LoadingScreen(Screen[None]):
         self.set_step(0)
         self.set_interval(0.5, self._tick)
 
-    def set_step(self, step: int) -> None:
-        self.step = step
-        self.query_one(ProgressBar).progress = step
+    def set_step(self, step: int, what: str | None = None, fraction: float = 0.0) -> None:
+        """Step ``step`` of STEPS; ``what`` and ``fraction`` detail the store's own loading steps."""
+        self.step, self.what = step, what
+        self.query_one(ProgressBar).progress = step + fraction
         self._tick()
 
+    what: str | None = None
+
     def _tick(self) -> None:
-        name = self.STEPS[min(self.step, len(self.STEPS) - 1)]
+        name = self.what or self.STEPS[min(self.step, len(self.STEPS) - 1)]
         self.query_one("#loading-step", Label).update(
             f"{name}… {time.monotonic() - self.started:.1f} s")
 
@@ -144,16 +155,18 @@ class AgentTrailApp(App[int]):
 
     # -- loading -------------------------------------------------------------------------------------------
 
-    def _step(self, step: int) -> None:
+    def _step(self, step: int, what: str | None = None, fraction: float = 0.0) -> None:
         if isinstance(self.screen, LoadingScreen):
-            self.screen.set_step(step)
+            self.screen.set_step(step, what, fraction)
 
     def _load(self) -> None:
-        store = self.loader(self.paths)
+        def progress(what: str, i: int, n: int) -> None:
+            self.call_from_thread(self._step, 0, what, min(i / n, 1.0) if n else 0.0)
+
+        store = prepare(self.loader(self.paths, progress))
         self.call_from_thread(self._step, 1)
         findings, failures = self.detect(store)
         self.call_from_thread(self._step, 2)
-        attach_views_db(store.con)
         run_list = runs(store.con)
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self._loaded, store, run_list, findings, failures)

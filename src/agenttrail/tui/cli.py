@@ -11,16 +11,17 @@ from ..errors import AgenttrailError
 
 @click.command("tui")
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
-def tui(bundles: tuple[Path, ...]) -> None:
+@click.option("--no-cache", is_flag=True, help="Load the bundles afresh; do not read or write the store cache.")
+def tui(bundles: tuple[Path, ...], no_cache: bool) -> None:
     """Explore bundles in the terminal: findings, timeline, events, tool calls, SQL."""
     from ..bundle.reader import open_bundle
 
     # Open every bundle before the screen takes over: a bad path is a plain message and exit 2.
     for path in bundles:
         open_bundle(path)
-    from .app import make_app
+    from .app import default_loader, fresh_loader, make_app
 
-    app = make_app(bundles)
+    app = make_app(bundles, loader=fresh_loader if no_cache else default_loader)
     app.run()
     if app.startup_error is not None:
         raise app.startup_error

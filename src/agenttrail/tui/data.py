@@ -373,6 +373,32 @@ def named_query_list() -> list[tuple[str, str]]:
     return [(n, named_queries.description(n)) for n in named_queries.names()]
 
 
-def load_store_for(store: Store) -> None:
-    """Prepare a freshly loaded store for the TUI (the scratch database)."""
-    attach_views_db(store.con)
+def prepare(store: Store) -> Store:
+    """Give the store a connection that can hold the TUI's scratch tables.
+
+    A store re-opened from the ``.duckdb`` cache is read-only, and a read-only DuckDB cannot attach
+    an in-memory database; then the cache file is attached read-only to a fresh in-memory connection
+    and every table and view of it is exposed as a view of the same name, so queries stay unqualified
+    and every cursor (each worker's) sees them.
+    """
+    try:
+        attach_views_db(store.con)
+        return store
+    except duckdb.Error:
+        path = getattr(store, "cache_path", None)
+        if path is None:
+            raise
+    store.con.close()
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("ATTACH ? AS cached (READ_ONLY)", [str(path)])
+    names = con.execute("""
+        SELECT table_name FROM duckdb_tables() WHERE database_name = 'cached' AND schema_name = 'main'
+        UNION ALL
+        SELECT view_name FROM duckdb_views() WHERE database_name = 'cached' AND schema_name = 'main'
+          AND NOT internal""").fetchall()
+    for (name,) in names:
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM cached.main."{name}"')
+    attach_views_db(con)
+    store.con = con
+    return store

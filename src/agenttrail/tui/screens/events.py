@@ -17,7 +17,7 @@ from ..widgets.detail import fields_table, pretty_json
 from ..widgets.vtable import Column, Row, VirtualTable
 from .modals import SeqPrompt
 
-TYPE_STYLE = {"error": "bold red", "tool.finished": "cyan", "tool.started": "cyan", "model.call": "magenta",
+TYPE_STYLE = {"error": "bold #ff5f5f", "tool.finished": "#56b6c2", "tool.started": "#56b6c2", "model.call": "#b48ead",
               "run.finished": "bold", "run.started": "bold"}
 
 

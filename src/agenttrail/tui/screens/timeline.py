@@ -16,8 +16,11 @@ from ..data import SpanNode, SpanTree, span_detail, span_tree
 from ..widgets.detail import fields_table, pretty_json
 from ..widgets.vtable import Column, ListSource, Row, VirtualTable
 
-KIND_STYLE: Final = {"llm": "magenta", "tool": "cyan", "node": "green", "run": "bold blue",
-                     "agent": "bold blue"}
+# distinct hues (an LLM call must not read as an error): purple, teal, green; errors red, loops amber
+KIND_STYLE: Final = {"llm": "#b48ead", "tool": "#56b6c2", "node": "#98c379", "run": "bold #81a1c1",
+                     "agent": "bold #81a1c1"}
+ERROR_STYLE: Final = "bold #ff5f5f"
+LOOP_STYLE: Final = "bold #ffaf00"
 FILTERS: Final = ("all", "llm", "tool", "node", "errors")
 MAX_INDENT: Final = 12
 
@@ -125,9 +128,9 @@ class TimelineView(Vertical):
         for kind in ("llm", "tool", "node"):
             t.append("█", style=KIND_STYLE[kind])
             t.append(f" {kind} ")
-        t.append("█", style="red")
+        t.append("█", style=ERROR_STYLE)
         t.append(" error ")
-        t.append("↻", style="bold yellow")
+        t.append("↻", style=LOOP_STYLE)
         t.append(" loop")
         self.query_one("#timeline-bar", Static).update(t)
 
@@ -139,12 +142,12 @@ class TimelineView(Vertical):
         glyph = ("▸ " if n.span_id in self.collapsed else "▾ ") if n.children else "  "
         t = Text("  " * depth + glyph, no_wrap=True, end="")
         if n.failed:
-            t.append("✗ ", style="bold red")
+            t.append("✗ ", style=ERROR_STYLE)
         elif n.flagged or n.repeated:
-            t.append("↻ ", style="bold yellow")
+            t.append("↻ ", style=LOOP_STYLE)
         room = max(width - t.cell_len, 1)
         t.append(clip(one_line(n.name), room),
-                 style="bold red" if n.failed else KIND_STYLE.get(n.kind, ""))
+                 style=ERROR_STYLE if n.failed else KIND_STYLE.get(n.kind, ""))
         return t
 
     def _render_bar(self, _value: Any, row: Row, width: int) -> Text:
@@ -157,7 +160,7 @@ class TimelineView(Vertical):
         x1 = int((n.end_ns - tree.start_ns) * width / total + 0.999)
         x0 = min(max(x0, 0), width - 1)
         x1 = min(max(x1, x0 + 1), width)
-        style = "red" if n.failed else ("yellow" if n.flagged else KIND_STYLE.get(n.kind, "white"))
+        style = ERROR_STYLE if n.failed else (LOOP_STYLE if n.flagged else KIND_STYLE.get(n.kind, "white"))
         t = Text(" " * x0, no_wrap=True, end="")
         t.append("█" * (x1 - x0), style=style)
         return t
