@@ -10,7 +10,7 @@ import pytest
 
 from agenttrail.errors import StoreError
 from agenttrail.store import open_store
-from tests.detect.builder import BundleBuilder
+from tests.detect.builder import BundleBuilder, iso
 
 
 def test_documented_tables_exist_with_their_key_columns(demo_bundle: Path) -> None:
@@ -92,3 +92,20 @@ def test_store_into_a_duckdb_file(demo_bundle: Path, tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT run_id, status FROM runs").fetchall() == [("s_123", "failed")]
     con.close()
+
+
+def test_events_lacking_required_keys_are_kept_and_named_by_line(tmp_path: Path) -> None:
+    b = BundleBuilder(tmp_path)
+    b.started()
+    b.event(1, "node.started", {})
+    b.write()
+    lines = (b.dir / "events.jsonl").read_text().splitlines()
+    lines.insert(1, json.dumps({"ts": iso(0.5), "run_id": "r1", "type": "note"}))  # no seq, line 2
+    lines.append("")
+    lines.append(json.dumps({"seq": 9, "run_id": "r1", "type": "note"}))  # no ts, line 5
+    (b.dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    store = open_store([b.dir])
+    assert store.sql("SELECT file, line, message FROM load_warnings ORDER BY line") == [
+        ("events.jsonl", 2, "event lacks an integer seq; kept"), ("events.jsonl", 5, "event lacks an RFC 3339 ts; kept")]
+    assert store.sql("SELECT count(*) FROM events")[0][0] == 4
+    store.close()

@@ -22,7 +22,7 @@ from .finding import Finding
 USAGE = """
 SELECT r.bundle_id, r.run_id, CAST(r.budget AS VARCHAR), r.started_at, r.ended_at,
        (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM llm_calls l WHERE l.bundle_id = r.bundle_id),
-       (SELECT sum(cost_usd) FROM llm_calls l WHERE l.bundle_id = r.bundle_id),
+       (SELECT CAST(sum(CAST(cost_usd AS DECIMAL(18, 9))) AS DOUBLE) FROM llm_calls l WHERE l.bundle_id = r.bundle_id),
        (SELECT count(*) FROM llm_calls l WHERE l.bundle_id = r.bundle_id AND cost_usd IS NULL),
        (SELECT count(*) FROM tool_calls t WHERE t.bundle_id = r.bundle_id)
 FROM runs r ORDER BY r.bundle_id
@@ -32,7 +32,7 @@ FROM runs r ORDER BY r.bundle_id
 CROSSING = {
     "tokens": """SELECT min(ts) FROM (SELECT ts, sum(input_tokens + output_tokens) OVER (ORDER BY start_ns
                  ROWS UNBOUNDED PRECEDING) AS c FROM llm_calls WHERE bundle_id = ?) WHERE c >= ?""",
-    "usd": """SELECT min(ts) FROM (SELECT ts, sum(cost_usd) OVER (ORDER BY start_ns
+    "usd": """SELECT min(ts) FROM (SELECT ts, sum(CAST(cost_usd AS DECIMAL(18, 9))) OVER (ORDER BY start_ns
               ROWS UNBOUNDED PRECEDING) AS c FROM llm_calls WHERE bundle_id = ?) WHERE c >= ?""",
     "tool_calls": """SELECT min(ts) FROM (SELECT ts, row_number() OVER (ORDER BY start_ns) AS c
                      FROM tool_calls WHERE bundle_id = ?) WHERE c >= ?""",

@@ -115,7 +115,7 @@ class RetryLoop:
                    coalesce(sum(input_tokens + output_tokens)
                             FILTER (WHERE start_ns >= $lo AND start_ns <= $hi), 0),
                    count(*) FILTER (WHERE start_ns >= $lo AND start_ns <= $hi),
-                   sum(cost_usd) FILTER (WHERE start_ns >= $lo AND start_ns <= $hi)
+                   sum(CAST(cost_usd AS DECIMAL(18, 9))) FILTER (WHERE start_ns >= $lo AND start_ns <= $hi)
             FROM llm_calls WHERE bundle_id = $bid""",
             {"lo": window_lo, "hi": window_hi, "bid": bundle_id})[0]
         run_lo, run_hi = store.sql("""

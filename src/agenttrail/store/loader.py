@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,10 +64,10 @@ class Store:
     from_cache: bool = False
     load_seconds: float = 0.0
 
-    def sql(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         return self.con.execute(query, params or []).fetchall()
 
-    def rows(self, query: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    def rows(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(query, params or [])
         cols = [d[0] for d in cur.description or []]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -176,7 +176,8 @@ def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) 
                              maximum_object_size=1073741824))
     """, [bid, b.run_id, str(ev)], careful)
     incomplete = "bundle_id = ? AND (seq IS NULL OR ts IS NULL OR type IS NULL)"
-    if con.execute(f"SELECT count(*) FROM events WHERE {incomplete} AND lineno IS NULL", [bid]).fetchone()[0]:
+    row = con.execute(f"SELECT count(*) FROM events WHERE {incomplete} AND lineno IS NULL", [bid]).fetchone()
+    if row and row[0]:
         # rare: re-read line by line so the warnings below can name each line
         con.execute("DELETE FROM events WHERE bundle_id = ?", [bid])
         careful()
@@ -360,20 +361,19 @@ def _identity_from_telemetry(con: duckdb.DuckDBPyConnection, bid: int, fallback:
             con.execute(f"UPDATE {table} SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
 
 
-_EMPTY_TRACE: Path | None = None
+_empty_trace: list[Path] = []
 
 
 def _empty_trace_file() -> str:
     """A trace file with no spans, to give the ``spans`` table its columns when no bundle has one."""
-    global _EMPTY_TRACE
-    if _EMPTY_TRACE is None or not _EMPTY_TRACE.exists():
+    if not _empty_trace or not _empty_trace[0].exists():
         import tempfile
 
         fd, name = tempfile.mkstemp(prefix="agenttrail-empty-", suffix=".json")
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write('{"resourceSpans": []}')
-        _EMPTY_TRACE = Path(name)
-    return str(_EMPTY_TRACE)
+        _empty_trace[:] = [Path(name)]
+    return str(_empty_trace[0])
 
 
 def _mb(path: Path) -> str:

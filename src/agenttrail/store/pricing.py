@@ -93,7 +93,7 @@ def read_price_file(path: Path) -> list[PriceRow]:
 
 def load_prices(extra: Path | None = None) -> list[PriceRow]:
     """The effective price table: built-ins, then user files, then ``extra``; later wins per prefix."""
-    table = {row[0]: row for row in BUILTIN}
+    table: dict[str, PriceRow] = {row[0]: row for row in BUILTIN}
     for path in [*user_price_files(), *([extra] if extra else [])]:
         for row in read_price_file(path):
             table[row[0]] = row
