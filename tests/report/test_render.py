@@ -215,3 +215,11 @@ def test_golden(fixture_bundle: tuple[Path, dict[str, Any]]) -> None:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(html, encoding="utf-8")
     assert html == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_docs_python_example_runs(tmp_path: Path, fixture_bundle: tuple[Path, dict[str, Any]]) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
+    exec(code, {"bundle_dir": fixture_bundle[0], "out_dir": tmp_path})
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "s_fixture" in html
