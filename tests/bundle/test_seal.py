@@ -154,3 +154,34 @@ def test_workspace_tar_is_a_plain_tree(telemetry: Telemetry, tmp_path: Path) -> 
             tarfile.open(fileobj=zstandard.ZstdDecompressor().stream_reader(f), mode="r|") as tar:
         kinds = {m.name: m.type for m in tar}
     assert kinds == {"real.txt": tarfile.REGTYPE}
+
+
+def test_rotated_spool_parts_are_joined_in_order_and_logs_metrics_kept(tmp_path: Path) -> None:
+    from agenttrail.bundle.writer import seal_spool
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "run.json").write_text(json.dumps({"run_id": "rot", "agent_name": "a"}))
+
+    def ev(seq: int) -> str:
+        return json.dumps({"seq": seq, "ts": f"2026-01-01T00:00:{seq:02d}.000000Z", "run_id": "rot",
+                           "type": "plan"}) + "\n"
+
+    (spool / "events.2.jsonl").write_text(ev(1) + ev(2))  # oldest
+    (spool / "events.1.jsonl").write_text(ev(3))
+    (spool / "events.jsonl").write_text(ev(4) + ev(5)[:20])  # torn last line
+    log = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "token ghp_"
+                                                                      + "a" * 36}}]}]}]}
+    (spool / "logs.1.jsonl").write_text(json.dumps(log) + "\n")
+    (spool / "logs.jsonl").write_text(json.dumps(log) + "\n")
+    (spool / "metrics.jsonl").write_text(json.dumps({"resourceMetrics": []}) + "\n")
+    out = seal_spool(spool, tmp_path / "b", status="failed", failure=None)
+    b = open_bundle(out)
+    assert [e["seq"] for _, e in b.iter_jsonl(out / "events.jsonl")] == [1, 2, 3, 4]
+    assert [(w.file, w.line) for w in b.warnings.items] == [("events.jsonl", 5)]
+    assert (out / "logs.jsonl").read_text().count("[REDACTED:github_token]") == 2
+    assert (out / "metrics.jsonl").read_text() == '{"resourceMetrics": []}\n'
+    m = b.manifest
+    assert (m["started_at"], m["ended_at"]) == ("2026-01-01T00:00:01.000000Z", "2026-01-01T00:00:04.000000Z")
+    assert m["redaction"]["secrets_scrubbed"] == 2
+    assert sorted(m["files"]) == ["env.txt", "events.jsonl", "logs.jsonl", "metrics.jsonl", "tool_calls.csv"]

@@ -51,7 +51,7 @@ class Bundle:
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError as e:
+                except json.JSONDecodeError as e:
                     self.warnings.add(rel, lineno, f"not valid JSON ({e.msg}); line skipped")
                     continue
                 if not isinstance(obj, dict):
@@ -92,7 +92,7 @@ def open_bundle(path: str | Path, *, unpack_dir: Path | None = None) -> Bundle:
     if manifest_path.is_file():
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise BundleFormatError(
                 f"{manifest_path}:{e.lineno}: manifest.json is not valid JSON ({e.msg})",
                 "restore the manifest from the packed copy, or delete it: the analyzer then "

@@ -297,8 +297,9 @@ def seal_spool(
         if trace_parts:
             secrets += _copy_lines(trace_parts, tmp / model.TRACE_JSONL, scrub)
         for name in (model.CHECKPOINTS, model.LOGS, model.METRICS):
-            if (spool / name).exists():
-                secrets += _copy_lines([spool / name], tmp / name, scrub)
+            parts = _spool_parts(spool, name)  # logs/metrics may rotate like events and trace
+            if parts:
+                secrets += _copy_lines(parts, tmp / name, scrub)
         if (spool / model.LAST_STATE).exists():
             text = (spool / model.LAST_STATE).read_text(encoding="utf-8")
             if scrub is not None:

@@ -94,7 +94,7 @@ def _jsonl_documents(path: Path, text: str, warnings: WarningSink) -> Iterator[d
             continue
         try:
             doc = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             warnings.add(path.name, lineno, f"not valid JSON ({e.msg}); line skipped")
             continue
         shape = _shape(doc)

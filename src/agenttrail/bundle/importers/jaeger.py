@@ -71,9 +71,10 @@ def _span(s: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, str]]:
     status_code = str(tags.get("otel.status_code", "")).upper()
     code = 2 if status_code == "ERROR" or tags.get("error") in (True, "true") else (
         1 if status_code == "OK" else 0)
-    out["status"] = {"code": code}
+    status: dict[str, Any] = {"code": code}
     if tags.get("otel.status_description"):
-        out["status"]["message"] = str(tags["otel.status_description"])
+        status["message"] = str(tags["otel.status_description"])
+    out["status"] = status
     events = []
     for log in s.get("logs") or []:
         if not isinstance(log, Mapping):
