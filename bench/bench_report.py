@@ -49,17 +49,6 @@ def demo_bundle() -> Path:
     return ws / "_debug"
 
 
-def large_bundle(spans: int) -> Path:
-    from gen_bundle import generate
-
-    path = OUT / f"bundle-{spans}"
-    if not (path / "manifest.json").is_file():
-        t0 = time.perf_counter()
-        info = generate(path, spans)
-        print(f"  generated {path.name}: {info} in {time.perf_counter() - t0:.1f} s", flush=True)
-    return path
-
-
 def interactive_seconds(html: Path, runs: int = 2) -> tuple[float, int]:
     """Best of ``runs`` loads: seconds until the page says it is ready, and its chart count."""
     from tests.report.browser import Page, chromium
@@ -83,8 +72,7 @@ def measure(name: str, bundle: Path, cli: str, tmp: Path) -> dict[str, Any]:
     analyze_s = _run([cli, "analyze", str(bundle), "--format", "json", "--no-cache"])
     report_s = _run([cli, "report", str(bundle), "-o", str(html), "--no-cache"])
     ready_s, charts = interactive_seconds(html)
-    spans = sum(1 for _ in open(bundle / "trace.jsonl", "rb")) if name == "demo" else None
-    return {"bundle": name, "trace_lines": spans, "analyze_s": round(analyze_s, 3),
+    return {"bundle": name, "analyze_s": round(analyze_s, 3),
             "report_s": round(report_s, 3), "ratio_to_analyze": round(report_s / analyze_s, 3),
             "report_mb": round(html.stat().st_size / 1e6, 2), "interactive_s": round(ready_s, 3),
             "charts": charts}
@@ -95,6 +83,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--spans", type=int, default=None)
     args = parser.parse_args()
+    from bench_analyze import bundle as large_bundle  # generated once into build/bench/, shared
+
     spans = args.spans or (50_000 if args.quick else 1_000_000)
     OUT.mkdir(parents=True, exist_ok=True)
     cli = str(Path(sys.executable).parent / "agenttrail")

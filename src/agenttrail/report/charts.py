@@ -357,5 +357,6 @@ def comparison(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
          "marker": {"color": "#8b5cf6"}},
         {"type": "scatter", "mode": "markers", "name": "duration (s)", "x": labels, "yaxis": "y2",
          "y": [r["duration_s"] for r in runs], "marker": {"color": "#0f172a", "size": 10, "symbol": "diamond"}},
-    ], "layout": _layout(280, barmode="stack", yaxis=_axis("tokens", separatethousands=True),
+    ], "layout": _layout(280, barmode="stack", margin={"l": 60, "r": 60, "t": 28, "b": 40},
+                         yaxis=_axis("tokens", separatethousands=True),
                          yaxis2=_axis("seconds", overlaying="y", side="right", rangemode="tozero"))}
