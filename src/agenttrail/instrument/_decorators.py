@@ -447,7 +447,11 @@ class LlmCall:
             self.sc.span.set_attribute(names.REQUEST_STREAM, True)
             return proxy_stream(result, self)
         if result is not None:
-            self.usage.merge(extract_response(result, self._text))
+            u = self.usage
+            if u.response_id is None and u.input_tokens is None and not u.finish_reasons:
+                extract_response(result, self._text, into=u)  # the common case: nothing read yet
+            else:
+                u.merge(extract_response(result, self._text))
         self.complete(exc)
         return None
 

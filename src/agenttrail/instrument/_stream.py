@@ -8,7 +8,6 @@ stream, so the proxy can stand in for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -19,9 +18,7 @@ class _Sink(Protocol):
 
 def is_stream(result: Any) -> bool:
     """An iterator or async iterator of chunks (not a response object, a mapping or a string)."""
-    if result is None or isinstance(result, str | bytes | Mapping | list | tuple):
-        return False
-    t = type(result)
+    t = type(result)  # str, bytes, dicts, lists and response models have no __next__
     return hasattr(t, "__next__") or hasattr(t, "__anext__")
 
 
