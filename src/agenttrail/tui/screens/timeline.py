@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar, Final
 
 from rich.text import Text
@@ -11,8 +12,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from .._text import clip, one_line
-from ..context import JumpToSeq, RunContext, ShowDetail
-from ..data import SpanNode, SpanTree, span_detail, span_tree
+from ..context import JumpToSeq, RunContext, ShowDetail, in_thread
+from ..data import Cursor, SpanNode, SpanTree, span_detail, span_tree
 from ..widgets.detail import fields_table, pretty_json
 from ..widgets.vtable import Column, ListSource, Row, VirtualTable
 
@@ -61,12 +62,24 @@ class TimelineView(Vertical):
 
     # -- data --------------------------------------------------------------------------------------------
 
+    _pending_span: str | None = None
+
     def show_run(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.trace = span_tree(ctx.ui, ctx.bundle_id, ctx.flagged_spans)
+        """Build the span tree in a worker: a big trace must not hold up the first screen."""
+        self.ctx, self.trace = ctx, None
         self.collapsed.clear()
         self.kind_filter = "all"
+        self.table.loading = True
+        in_thread(self.app, ctx.store, partial(_tree_job, bundle_id=ctx.bundle_id, flagged=ctx.flagged_spans),
+                  self._loaded, group="timeline", description="span tree")
+
+    def _loaded(self, tree: SpanTree) -> None:
+        self.trace = tree
+        self.table.loading = False
         self._rebuild()
+        if self._pending_span is not None:
+            span, self._pending_span = self._pending_span, None
+            self.jump_to_span(span)
 
     @property
     def table(self) -> VirtualTable:
@@ -169,6 +182,9 @@ class TimelineView(Vertical):
 
     def jump_to_span(self, span_id: str) -> bool:
         """Show ``span_id``: clear a filter hiding it, expand its ancestors, put the cursor on it."""
+        if self.trace is None and self.ctx is not None:
+            self._pending_span = span_id  # still loading: go there when the tree arrives
+            return True
         if self.trace is None or span_id not in self.trace.by_id:
             return False
         node = self.trace.by_id[span_id]
@@ -278,6 +294,10 @@ class TimelineView(Vertical):
         if d["span_events"]:
             sections.append(("span events", pretty_json(d["span_events"])))
         self.post_message(ShowDetail(self, f"span · {d['name']}", sections))
+
+
+def _tree_job(cur: Cursor, *, bundle_id: int, flagged: set[str]) -> SpanTree:
+    return span_tree(cur, bundle_id, flagged)
 
 
 def _fmt_ms(value: Any) -> str:
