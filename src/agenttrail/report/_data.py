@@ -270,12 +270,11 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
     total = store.sql("SELECT count(*) FROM spans WHERE bundle_id = ?", [bid])[0][0]
     cap = _row_cap(store, "spans", "name", bid, limits.spans, limits.span_bytes, 80, 60)
     with_attrs = total <= 2_000
+    # rank on light columns only; the attributes map is read for the chosen rows alone (by rowid)
     rows = store.sql("""
         WITH s AS (
-            SELECT span_id, parent_span_id, name, kind, CAST(start_ns AS BIGINT) AS start_ns,
-                   duration_ms, status_code = 2 AS err, status_message, input_tokens, output_tokens,
-                   coalesce(response_model, request_model) AS model, tool_name, error_type,
-                   list_contains($2, span_id) AS evid, attributes
+            SELECT rowid AS rid, span_id, kind, CAST(start_ns AS BIGINT) AS start_ns,
+                   status_code = 2 AS err, list_contains($2, span_id) AS evid
             FROM spans WHERE bundle_id = $1),
         ranked AS (
             SELECT *, row_number() OVER (
@@ -283,12 +282,15 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
                               WHEN kind IN ('run', 'agent', 'node') THEN 2 ELSE 3 END,
                          start_ns, span_id) AS rank,
                    row_number() OVER (PARTITION BY err ORDER BY start_ns, span_id) AS err_rn
-            FROM s)
-        SELECT span_id, parent_span_id, name, kind, start_ns, duration_ms, err, status_message,
-               input_tokens, output_tokens, model, tool_name, error_type,
-               CASE WHEN evid OR (err AND err_rn <= 200) OR $4
-                    THEN left(CAST(to_json(attributes) AS VARCHAR), $5) END
-        FROM ranked WHERE rank <= $3 OR evid ORDER BY start_ns, span_id""",
+            FROM s),
+        chosen AS (SELECT rid, evid, err_rn FROM ranked WHERE rank <= $3 OR evid)
+        SELECT x.span_id, x.parent_span_id, x.name, x.kind, CAST(x.start_ns AS BIGINT), x.duration_ms,
+               x.status_code = 2, x.status_message, x.input_tokens, x.output_tokens,
+               coalesce(x.response_model, x.request_model), x.tool_name, x.error_type,
+               CASE WHEN c.evid OR (x.status_code = 2 AND c.err_rn <= 200) OR $4
+                    THEN left(CAST(to_json(x.attributes) AS VARCHAR), $5) END
+        FROM chosen c JOIN spans x ON x.rowid = c.rid
+        ORDER BY x.start_ns, x.span_id""",
         [bid, list(evidence), cap, with_attrs, limits.detail_chars])
     ids = [r[0] for r in rows]
     pos = {sid: i for i, sid in enumerate(ids)}
