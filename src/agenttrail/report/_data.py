@@ -94,7 +94,7 @@ _NUMBER_LABELS = {
     "tokens": ("tokens", "int"), "tokens_total": ("tokens in the run", "int"),
     "llm_calls": ("LLM calls", "int"), "seconds": ("seconds", "float"), "iterations": ("iterations", "int"),
     "period": ("commands per cycle", "int"), "calls": ("tool calls", "int"),
-    "failed_calls": ("failed calls", "int"),
+    "failed_calls": ("failed calls", "int"), "cost_usd": ("spent", "usd"),
 }
 
 
@@ -102,6 +102,8 @@ def _number_text(key: str, value: Any) -> tuple[str, str]:
     label, kind = _NUMBER_LABELS.get(key, (key.replace("_", " "), "auto"))
     if isinstance(value, bool):
         return label, "yes" if value else "no"
+    if kind == "usd" and isinstance(value, int | float):
+        return label, f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
     if kind == "percent" and isinstance(value, int | float):
         return label, f"{value * 100:.0f}%"
     if isinstance(value, int):
