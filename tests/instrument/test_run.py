@@ -113,16 +113,18 @@ def test_budget_modes(telemetry: Telemetry, tmp_path: Path) -> None:
     def chat() -> dict:
         return {"usage": {"prompt_tokens": 60, "completion_tokens": 10}}
 
-    with at.run("b1", agent_name="a", workspace=tmp_path, budget={"tokens": 100}) as r:
+    with at.run("b1", agent_name="budgeted", workspace=tmp_path, budget={"tokens": 100}) as r:
         chat()
         chat()  # 140 > 100: recorded, run goes on
         chat()
     assert r.status == "succeeded"
     exceeded = [e["data"] for e in _events(r.spool_dir) if e["type"] == "budget.exceeded"]
     assert exceeded == [{"kind": "tokens", "limit": 100, "used": 140}]
-    gauge = telemetry.metric_points("agenttrail.budget.used_ratio")
+    # a gauge keeps reporting its last value per series, so earlier tests' series show up too
+    gauge = [p for p in telemetry.metric_points("agenttrail.budget.used_ratio")
+             if p.attributes["gen_ai.agent.name"] == "budgeted"]
     assert [(p.value, dict(p.attributes)) for p in gauge] == [
-        (2.1, {"gen_ai.agent.name": "a", "agenttrail.budget.kind": "tokens"})]
+        (2.1, {"gen_ai.agent.name": "budgeted", "agenttrail.budget.kind": "tokens"})]
 
     with at.run("b2", agent_name="a", workspace=tmp_path, budget={"tool_calls": 1},
                 on_budget="fail") as r2:
