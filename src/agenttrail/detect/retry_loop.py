@@ -65,6 +65,36 @@ def find_cycle(ids: Sequence[str], max_period: int, min_iterations: int) -> tupl
     return best
 
 
+MAX_EVIDENCE = 200
+
+# Positions j with id[j] == id[j + k], grouped into maximal runs per period k (gaps and islands): a run
+# of matches from s to j_end - 1 means ids[s : j_end + k] repeats with period k — what find_cycle walks.
+_ISLANDS = """
+WITH c AS (SELECT i, id FROM _rl_calls WHERE bundle_id = $bid),
+m AS (SELECT k.range AS k, a.i FROM c a CROSS JOIN range(1, $max_period + 1) k
+      JOIN c b ON b.i = a.i + k.range AND b.id = a.id),
+isl AS (SELECT k, min(i) AS s, max(i) + 1 AS j_end
+        FROM (SELECT k, i, i - row_number() OVER (PARTITION BY k ORDER BY i) AS g FROM m) GROUP BY k, g)
+SELECT k, s, j_end + k AS e,
+       (SELECT count(DISTINCT c.id) FROM c WHERE c.i >= isl.s AND c.i < isl.s + isl.k) AS distinct_ids
+FROM isl WHERE (j_end + k - s) // k >= $min_iterations
+ORDER BY k, s
+"""
+
+
+def find_cycle_sql(store: Store, bundle_id: int, max_period: int,
+                   min_iterations: int) -> tuple[int, int, int] | None:
+    """``find_cycle`` over a bundle's calls in ``_rl_calls``, computed in DuckDB (same answer)."""
+    best: tuple[int, int, int] | None = None
+    for k, start, end, distinct_ids in store.sql(_ISLANDS, {"bid": bundle_id, "max_period": max_period,
+                                                           "min_iterations": min_iterations}):
+        if distinct_ids != k:
+            continue  # a shorter period explains it
+        if best is None or end - start > best[1] - best[0]:
+            best = (start, end, k)
+    return best
+
+
 class RetryLoop:
     code: ClassVar[str] = "retry_loop"
     title: ClassVar[str] = "Retry loop after a failure"
@@ -73,43 +103,59 @@ class RetryLoop:
 
     def detect(self, store: Store, config: Mapping[str, Any]) -> list[Finding]:
         findings: list[Finding] = []
-        runs = store.sql("SELECT bundle_id, run_id FROM runs ORDER BY bundle_id")
-        for bundle_id, run_id in runs:
-            rows = store.sql("""
-                SELECT tool, coalesce(input_hash, ''), arguments, status, error, span_id, seq_start,
-                       CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT)
-                FROM tool_calls WHERE bundle_id = ? ORDER BY start_ns, seq_start""", [bundle_id])
-            calls = [Call(*r) for r in rows]
-            finding = self._one(store, bundle_id, run_id, calls, config)
-            if finding is not None:
-                findings.append(finding)
+        store.con.execute("""
+            CREATE OR REPLACE TEMP TABLE _rl_calls AS
+            SELECT bundle_id, row_number() OVER (PARTITION BY bundle_id ORDER BY start_ns, seq_start) - 1 AS i,
+                   tool || '#' || coalesce(input_hash, '') AS id, tool, coalesce(input_hash, '') AS input_hash,
+                   arguments, status, error, span_id, seq_start, CAST(start_ns AS BIGINT) AS start_ns,
+                   CAST(end_ns AS BIGINT) AS end_ns
+            FROM tool_calls
+            WHERE bundle_id IN (SELECT DISTINCT bundle_id FROM tool_calls WHERE status = 'error')""")
+        try:
+            runs = store.sql("SELECT bundle_id, run_id FROM runs WHERE bundle_id IN "
+                             "(SELECT bundle_id FROM _rl_calls) ORDER BY bundle_id")
+            for bundle_id, run_id in runs:
+                finding = self._one(store, bundle_id, run_id, config)
+                if finding is not None:
+                    findings.append(finding)
+        finally:
+            store.con.execute("DROP TABLE IF EXISTS _rl_calls")
         return findings
 
-    def _one(self, store: Store, bundle_id: int, run_id: str, calls: list[Call],
-             config: Mapping[str, Any]) -> Finding | None:
-        first_fail = next((i for i, c in enumerate(calls) if c.failed), None)
+    @staticmethod
+    def _calls(store: Store, bundle_id: int, lo: int, hi: int) -> list[Call]:
+        rows = store.sql("""SELECT tool, input_hash, arguments, status, error, span_id, seq_start, start_ns, end_ns
+                            FROM _rl_calls WHERE bundle_id = ? AND i >= ? AND i < ? ORDER BY i""",
+                         [bundle_id, lo, hi])
+        return [Call(*r) for r in rows]
+
+    def _one(self, store: Store, bundle_id: int, run_id: str, config: Mapping[str, Any]) -> Finding | None:
+        first_fail = store.sql("SELECT min(i) FROM _rl_calls WHERE bundle_id = ? AND status = 'error'",
+                               [bundle_id])[0][0]
         if first_fail is None:
             return None
-        ids = [c.identity for c in calls]
-        found = find_cycle(ids, int(config["max_period"]), int(config["min_iterations"]))
+        found = find_cycle_sql(store, bundle_id, int(config["max_period"]), int(config["min_iterations"]))
         if found is None:
             return None
         start, end, period = found
         # the trigger: the first failure at or before the loop; the loop is what follows it
-        trigger_i = first_fail if first_fail <= start else None
-        if trigger_i is None:
-            trigger_i = next(i for i in range(start, end) if calls[i].failed) \
-                if any(calls[i].failed for i in range(start, end)) else None
+        trigger_i = first_fail if first_fail <= start else store.sql(
+            "SELECT min(i) FROM _rl_calls WHERE bundle_id = ? AND status = 'error' AND i >= ? AND i < ?",
+            [bundle_id, start, end])[0][0]
         if trigger_i is None:
             return None
         loop_start = max(start, trigger_i + 1)
         iterations = (end - loop_start) // period
         if iterations < int(config["min_iterations"]):
             return None
-        trigger = calls[trigger_i]
-        loop = calls[loop_start:end]
-        cycle = loop[:period]
-        window_lo, window_hi = trigger.end_ns, loop[-1].end_ns
+        trigger = self._calls(store, bundle_id, trigger_i, trigger_i + 1)[0]
+        head = self._calls(store, bundle_id, loop_start, min(end, loop_start + MAX_EVIDENCE))
+        cycle = head[:period]
+        last = self._calls(store, bundle_id, end - 1, end)[0]
+        loop_failures = store.sql("SELECT count(*) FROM _rl_calls WHERE bundle_id = ? AND status = 'error' "
+                                  "AND i >= ? AND i < ?", [bundle_id, loop_start, end])[0][0]
+        n_loop = end - loop_start
+        window_lo, window_hi = trigger.end_ns, last.end_ns
         tokens_total, tokens_loop, n_llm, cost_loop = store.sql("""
             SELECT coalesce(sum(input_tokens + output_tokens), 0),
                    coalesce(sum(input_tokens + output_tokens)
@@ -130,7 +176,6 @@ class RetryLoop:
         commands = [command_text(c.tool, c.arguments, c.input_hash) for c in cycle]
         trigger_cmd = command_text(trigger.tool, trigger.arguments, trigger.input_hash)
         error = short_error(trigger.error)
-        loop_failures = sum(1 for c in loop if c.failed)
         tokens_phrase = (f"{percent(token_share)} of its tokens ({human_tokens(int(tokens_loop))})"
                          if tokens_total else f"{percent(loop_seconds / run_seconds)} of its time")
         summary = (f"Run {run_id} spent {tokens_phrase} in a {period}-command retry loop "
@@ -138,8 +183,8 @@ class RetryLoop:
                    + (f" with {error}" if error else "") + ".")
         severity = "error" if token_share >= float(config["error_token_share"]) else "warning"
         evidence = Evidence(
-            span_ids=[s for s in [trigger.span_id, *(c.span_id for c in loop)] if s][:200],
-            event_seqs=[s for s in [trigger.seq, *(c.seq for c in loop)] if s is not None][:200])
+            span_ids=[s for s in [trigger.span_id, *(c.span_id for c in head)] if s][:MAX_EVIDENCE],
+            event_seqs=[s for s in [trigger.seq, *(c.seq for c in head)] if s is not None][:MAX_EVIDENCE])
         return Finding(
             code=self.code, severity=severity, run_id=run_id, summary=summary, evidence=evidence,
             bundle_id=bundle_id,
@@ -153,7 +198,7 @@ class RetryLoop:
                 "seconds": round(loop_seconds, 3),
                 "iterations": iterations,
                 "period": period,
-                "calls": len(loop),
+                "calls": n_loop,
                 "failed_calls": loop_failures,
                 "commands": commands,
                 "trigger": {"tool": trigger.tool, "command": trigger_cmd, "error": trigger.error,
@@ -162,4 +207,4 @@ class RetryLoop:
             })
 
 
-__all__ = ["Call", "RetryLoop", "find_cycle"]
+__all__ = ["Call", "RetryLoop", "find_cycle", "find_cycle_sql"]

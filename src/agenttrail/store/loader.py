@@ -63,6 +63,8 @@ class Store:
     cache_path: Path | None = None
     from_cache: bool = False
     load_seconds: float = 0.0
+    # seconds per loading phase (events, spans, other files, derive, cache write), for benchmarks
+    timings: dict[str, float] = field(default_factory=dict)
 
     def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         return self.con.execute(query, params or []).fetchall()
@@ -107,16 +109,20 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     steps = len(bundles) * 4 + 1
     for i, b in enumerate(bundles, 1):
         try:
-            _load_bundle(con, i, b, progress, (i - 1) * 4, steps)
+            _load_bundle(con, i, b, progress, (i - 1) * 4, steps, store.timings)
         except duckdb.Error as e:
             raise StoreError(f"{b.source}: could not load into DuckDB: {str(e).splitlines()[0]}",
                              "run `agenttrail bundle verify` on it to find the damaged file") from e
     if progress:
         progress("deriving llm_calls, tool_calls, operations", steps, steps)
+    t = time.perf_counter()
     _derive(con)
+    store.timings["derive"] = time.perf_counter() - t
     store.load_seconds = time.perf_counter() - t0
     if key is not None and store.load_seconds >= cache_min_seconds and str(database) == ":memory:":
+        t = time.perf_counter()
         store.cache_path = cache.write(con, key, cache_dir)
+        store.timings["cache_write"] = time.perf_counter() - t
     return store
 
 
@@ -264,7 +270,7 @@ def _load_tool_calls_csv(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, cs
 
 
 def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: Progress | None,
-                 step0: int, steps: int) -> None:
+                 step0: int, steps: int, timings: dict[str, float]) -> None:
     m = b.manifest
     for w in b.warnings.items:
         con.execute("INSERT INTO load_warnings VALUES (?, ?, ?, ?)", [bid, w.file, w.line, w.message])
@@ -273,11 +279,16 @@ def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: 
     ev = b.events_file
     if ev is not None:
         _step(progress, f"{label}: events from {ev.name} ({_mb(ev)})", step0 + 1, steps)
+        t = time.perf_counter()
         _load_events(con, bid, b, ev)
+        timings["events"] = timings.get("events", 0.0) + time.perf_counter() - t
     for tf in b.trace_files:
         _step(progress, f"{label}: spans from {tf.name} ({_mb(tf)})", step0 + 2, steps)
+        t = time.perf_counter()
         _load_spans(con, bid, b, tf)
+        timings["spans"] = timings.get("spans", 0.0) + time.perf_counter() - t
     _step(progress, f"{label}: checkpoints, tool_calls.csv, files", step0 + 3, steps)
+    t_other = time.perf_counter()
     ck = b.file(model.CHECKPOINTS)
     if ck is not None:
         _load_checkpoints(con, bid, b, ck)
@@ -306,6 +317,7 @@ def _load_bundle(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, progress: 
                  json.dumps(m.get("budget") or {}), str(b.source), json.dumps(m, default=str)])
     if not m.get("run_id"):
         _identity_from_telemetry(con, bid, b.run_id)
+    timings["other_files"] = timings.get("other_files", 0.0) + time.perf_counter() - t_other
 
 
 FEATURE_FILES = ("progress/feature-list.json", "progress/feature_list.json")
