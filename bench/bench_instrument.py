@@ -209,7 +209,7 @@ def main() -> int:
     ap.add_argument("--worker", nargs=2, metavar=("SUBJECT", "KIND"))
     ap.add_argument("-n", type=int, default=None)
     args = ap.parse_args()
-    n = args.n or (2000 if args.quick else 20000)
+    n = args.n or (2000 if args.quick else 10000)
     reps = 3 if args.quick else 5
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1], n, reps)))
