@@ -8,11 +8,13 @@ a filtered million-row list, a search, a SQL query) also runs in a worker with i
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import duckdb
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
@@ -319,7 +321,10 @@ class AgentTrailApp(App[int]):
 
     def on_unmount(self) -> None:
         if self.store is not None:
-            self.store.close()
+            # a worker may still be reading on its own cursor (quit while a big list materializes);
+            # DuckDB then refuses to close, and the process is leaving anyway
+            with contextlib.suppress(duckdb.Error):
+                self.store.close()
 
 
 def make_app(paths: Sequence[str | Path], *, loader: StoreLoader = default_loader,

@@ -106,7 +106,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     cursor_row: reactive[int] = reactive(0, always_update=True, repaint=False)
 
-    class Highlighted(Message):
+    class RowMessage(Message):
         def __init__(self, table: VirtualTable, index: int, row: Row | None) -> None:
             super().__init__()
             self.table, self.index, self.row = table, index, row
@@ -115,14 +115,11 @@ class VirtualTable(ScrollView, can_focus=True):
         def control(self) -> VirtualTable:
             return self.table
 
-    class Selected(Message):
-        def __init__(self, table: VirtualTable, index: int, row: Row | None) -> None:
-            super().__init__()
-            self.table, self.index, self.row = table, index, row
+    class Highlighted(RowMessage):
+        """The cursor moved to ``index``."""
 
-        @property
-        def control(self) -> VirtualTable:
-            return self.table
+    class Selected(RowMessage):
+        """Enter (or a second click) on ``index``."""
 
     class HeaderClicked(Message):
         def __init__(self, table: VirtualTable, column: Column) -> None:
