@@ -2,7 +2,7 @@
 
 GenAI names come from ``opentelemetry-semantic-conventions`` where that package has them; the few it
 does not have yet (newer semconv) are spelled here once, with a note. Dashboards, queries and the
-analyzer use only names defined in this module — ``tests/test_names_contract.py`` enforces it.
+analyzer use only names defined in this module — ``tests/instrument/test_names_contract.py`` enforces it.
 """
 
 from __future__ import annotations
