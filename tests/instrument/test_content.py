@@ -79,6 +79,7 @@ def test_event_only_puts_content_in_log_events_not_spans(telemetry: Telemetry, c
     assert details.span_id == chat_span.context.span_id
     assert dict(details.attributes) == {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o",
+        "agenttrail.run.id": "v1", "gen_ai.conversation.id": "v1",
         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 3,
         "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.response.id": "c1",
         "gen_ai.response.finish_reasons": ("stop",),

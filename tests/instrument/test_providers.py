@@ -216,6 +216,7 @@ def test_real_openai_rate_limit_error(telemetry: Telemetry, server: FakeLLMServe
     assert attrs["exception.message"].startswith("Error code: 429")
     assert "Traceback" in attrs["exception.stacktrace"]
     assert exc_events[0].span_id == span.context.span_id
+    assert (attrs["agenttrail.run.id"], attrs["gen_ai.conversation.id"]) == (r.run_id, r.run_id)
 
 
 def test_official_openai_instrumentation_is_suppressed_into_our_span(

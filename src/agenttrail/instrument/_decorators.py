@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import secrets
 import sys
 import time
 import traceback
@@ -31,6 +32,9 @@ from ._wrap import Call, wrap
 
 F = TypeVar("F", bound=Callable[..., Any])
 _call_ids = itertools.count(1)
+# A per-process prefix keeps call ids unique within a run that several workers write in turn (a
+# resumed run): a bare counter restarts at 1 in every new process.
+_CALL_PREFIX: Final = secrets.token_hex(3)
 
 _P = inspect.Parameter
 _POSITIONAL: Final = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -266,7 +270,7 @@ def tool(
                 self.ihash = input_hash(self.arguments)
                 if run is not None:
                     run._count_tool_call(tool_name, self.ihash)  # may raise RunFailed (on_budget)
-                self.call_id = f"call_{next(_call_ids):06d}"
+                self.call_id = f"call_{_CALL_PREFIX}_{next(_call_ids):06d}"
                 attrs = base.copy()
                 attrs[names.TOOL_CALL_ID] = self.call_id
                 attrs[names.TOOL_INPUT_HASH] = self.ihash
@@ -566,6 +570,10 @@ class LlmCall:
         attrs: dict[str, Any] = {names.OPERATION_NAME: self.operation, names.PROVIDER_NAME: self.provider}
         if self.model:
             attrs[names.REQUEST_MODEL] = self.model
+        run = self.sc.run
+        if run is not None:  # the run drill-down's log panel filters on these
+            attrs[names.RUN_ID] = run.run_id
+            attrs[names.CONVERSATION_ID] = run.conversation_id
         return attrs
 
     def _details_event(self, output: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.genai.utils import fq_exception_type
 
 from .. import names
 from ._content import safe_content, scrub, to_json
@@ -228,7 +229,8 @@ class Run:
                 if isinstance(exc, RunFailed):
                     self.failure = {"type": exc.failure_type, "message": str(exc)}
                 else:
-                    self.failure = {"type": type(exc).__name__, "message": scrub(str(exc))[0]}
+                    # the same spelling as error.type on the tool span the exception came through
+                    self.failure = {"type": fq_exception_type(exc), "message": scrub(str(exc))[0]}
                 self.status = ("cancelled" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
                                else "failed")
             elif self.failure is not None:
