@@ -234,7 +234,8 @@ EVENT_COLUMNS = ("seq", "ts", "type", "actor", "span_id", "data")
 
 
 def events_view(con: Cursor, bundle_id: int, type_: str | None = None, actor: str | None = None) -> View:
-    where, params = ["bundle_id = ?"], [bundle_id]
+    where: list[str] = ["bundle_id = ?"]
+    params: list[Any] = [bundle_id]
     if type_:
         where.append("type = ?")
         params.append(type_)
@@ -359,8 +360,8 @@ class QueryResult:
 
 def run_query(con: Cursor, sql: str) -> QueryResult:
     """Run any SQL; a result set comes back as an Arrow table (zero-copy windows for the virtual table)."""
-    rel = con.sql(sql)
-    if rel is None:  # a statement without a result set (CREATE, SET, ...)
+    rel: Any = con.sql(sql)  # None for some statements, whatever the stubs say
+    if rel is None:  # a statement without a result set
         import pyarrow as pa
 
         return QueryResult(columns=(), rows=pa.table({}), count=0)
