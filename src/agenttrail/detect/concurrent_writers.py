@@ -14,14 +14,21 @@ from ..store import Store
 from ._common import evidence
 from .finding import Finding
 
+# cheap first pass: only bundles with two workers or a repeated seq need the ordered pass below
+SUSPECTS = """
+SELECT bundle_id FROM events GROUP BY bundle_id
+HAVING count(DISTINCT worker_id) > 1 OR count(*) > count(DISTINCT seq)
+"""
+
 # worker of each event: its own worker_id, else the last run.started/run.resumed before it
 QUERY = """
-WITH w AS (
+WITH suspects AS (SELECT unnest($bundles::INTEGER[]) AS bundle_id),
+w AS (
     SELECT bundle_id, run_id, seq, ts, lineno,
            coalesce(worker_id, last_value(CASE WHEN type IN ('run.started', 'run.resumed') THEN worker_id END
                                           IGNORE NULLS) OVER (PARTITION BY bundle_id ORDER BY seq
                                                               ROWS UNBOUNDED PRECEDING)) AS worker
-    FROM events),
+    FROM events WHERE bundle_id IN (SELECT bundle_id FROM suspects)),
 sw AS (SELECT *, lag(worker) OVER (PARTITION BY bundle_id ORDER BY seq) AS prev FROM w),
 switches AS (SELECT bundle_id, count(*) FILTER (WHERE worker IS DISTINCT FROM prev AND prev IS NOT NULL
                                                 AND worker IS NOT NULL) AS n_switch,
@@ -29,8 +36,10 @@ switches AS (SELECT bundle_id, count(*) FILTER (WHERE worker IS DISTINCT FROM pr
                                                    AND worker IS NOT NULL) AS switch_seqs,
                     list(DISTINCT worker) FILTER (WHERE worker IS NOT NULL) AS workers
              FROM sw GROUP BY bundle_id),
-dups AS (SELECT bundle_id, count(*) - count(DISTINCT seq) AS dup_seqs FROM events GROUP BY bundle_id),
-resumes AS (SELECT bundle_id, count(*) FILTER (WHERE type = 'run.resumed') AS n_resumed FROM events GROUP BY bundle_id)
+dups AS (SELECT bundle_id, count(*) - count(DISTINCT seq) AS dup_seqs FROM events
+         WHERE bundle_id IN (SELECT bundle_id FROM suspects) GROUP BY bundle_id),
+resumes AS (SELECT bundle_id, count(*) FILTER (WHERE type = 'run.resumed') AS n_resumed FROM events
+            WHERE bundle_id IN (SELECT bundle_id FROM suspects) GROUP BY bundle_id)
 SELECT r.bundle_id, r.run_id, s.n_switch, s.switch_seqs, s.workers, d.dup_seqs, coalesce(x.n_resumed, 0)
 FROM runs r JOIN switches s USING (bundle_id) JOIN dups d USING (bundle_id)
 LEFT JOIN resumes x USING (bundle_id)
@@ -45,7 +54,11 @@ class ConcurrentWriters:
 
     def detect(self, store: Store, config: Mapping[str, Any]) -> list[Finding]:
         out: list[Finding] = []
-        for bid, run_id, n_switch, switch_seqs, workers, dup_seqs, n_resumed in store.sql(QUERY):
+        suspects = [r[0] for r in store.sql(SUSPECTS)]
+        if not suspects:
+            return out
+        for bid, run_id, n_switch, switch_seqs, workers, dup_seqs, n_resumed in store.sql(
+                QUERY, {"bundles": suspects}):
             workers = sorted(workers or [])
             # a clean hand-over switches once per resume; more switches means interleaving
             interleaved = len(workers) >= 2 and n_switch > n_resumed

@@ -69,16 +69,19 @@ MAX_EVIDENCE = 200
 
 # Positions j with id[j] == id[j + k], grouped into maximal runs per period k (gaps and islands): a run
 # of matches from s to j_end - 1 means ids[s : j_end + k] repeats with period k — what find_cycle walks.
-_ISLANDS = """
+def _islands_sql(max_period: int) -> str:
+    # lead(id, k) per period k in one ordered pass; a join on id would pair every repeat with every other
+    eqs = ", ".join(f"coalesce(id = lead(id, {k}) OVER w, false)" for k in range(1, max_period + 1))
+    return f"""
 WITH c AS (SELECT i, id FROM _rl_calls WHERE bundle_id = $bid),
-m AS (SELECT k.range AS k, a.i FROM c a CROSS JOIN range(1, $max_period + 1) k
-      JOIN c b ON b.i = a.i + k.range AND b.id = a.id),
+e AS (SELECT i, [{eqs}] AS eq FROM c WINDOW w AS (ORDER BY i)),
+m AS (SELECT i, k FROM (SELECT i, unnest(eq) AS hit, generate_subscripts(eq, 1) AS k FROM e) WHERE hit),
 isl AS (SELECT k, min(i) AS s, max(i) + 1 AS j_end
-        FROM (SELECT k, i, i - row_number() OVER (PARTITION BY k ORDER BY i) AS g FROM m) GROUP BY k, g)
-SELECT k, s, j_end + k AS e,
-       (SELECT count(DISTINCT c.id) FROM c WHERE c.i >= isl.s AND c.i < isl.s + isl.k) AS distinct_ids
-FROM isl WHERE (j_end + k - s) // k >= $min_iterations
-ORDER BY k, s
+        FROM (SELECT k, i, i - row_number() OVER (PARTITION BY k ORDER BY i) AS g FROM m) GROUP BY k, g
+        HAVING (max(i) + 1 + k - min(i)) // k >= $min_iterations)
+SELECT isl.k, isl.s, isl.j_end + isl.k AS e, count(DISTINCT c.id) AS distinct_ids
+FROM isl JOIN c ON c.i >= isl.s AND c.i < isl.s + isl.k
+GROUP BY ALL ORDER BY isl.k, isl.s
 """
 
 
@@ -86,8 +89,10 @@ def find_cycle_sql(store: Store, bundle_id: int, max_period: int,
                    min_iterations: int) -> tuple[int, int, int] | None:
     """``find_cycle`` over a bundle's calls in ``_rl_calls``, computed in DuckDB (same answer)."""
     best: tuple[int, int, int] | None = None
-    for k, start, end, distinct_ids in store.sql(_ISLANDS, {"bid": bundle_id, "max_period": max_period,
-                                                           "min_iterations": min_iterations}):
+    if max_period < 1:
+        return None
+    for k, start, end, distinct_ids in store.sql(_islands_sql(max_period),
+                                                 {"bid": bundle_id, "min_iterations": min_iterations}):
         if distinct_ids != k:
             continue  # a shorter period explains it
         if best is None or end - start > best[1] - best[0]:

@@ -17,21 +17,24 @@ from .finding import Finding
 
 QUERY = """
 WITH c AS (
-    SELECT bundle_id, run_id, tool, coalesce(input_hash, '') AS input_hash, arguments, status, error,
-           span_id, seq_start, start_ns, end_ns,
-           tool || '#' || coalesce(input_hash, '') || '|' || status || '|' || coalesce(error, '') || '|'
-             || coalesce(result_hash, '') AS key
-    FROM (SELECT t.*, substr(sha256(s.attributes['gen_ai.tool.call.result']), 1, 16) AS result_hash
-          FROM tool_calls t LEFT JOIN spans s ON s.bundle_id = t.bundle_id AND s.span_id = t.span_id
-                                              AND t.source = 'span')),
-o AS (SELECT *, row_number() OVER w - row_number() OVER (PARTITION BY bundle_id, key ORDER BY start_ns, seq_start) AS grp
-      FROM c WINDOW w AS (PARTITION BY bundle_id ORDER BY start_ns, seq_start))
+    SELECT t.bundle_id, t.run_id, t.tool, coalesce(t.input_hash, '') AS input_hash, t.arguments, t.status,
+           t.error, t.span_id, t.seq_start, t.start_ns, t.end_ns,
+           hash(t.tool, t.input_hash, t.status, t.error, r.result) AS key
+    FROM tool_calls t
+    LEFT JOIN (SELECT bundle_id, span_id, attributes['gen_ai.tool.call.result'] AS result
+               FROM spans WHERE kind = 'tool') r ON t.source = 'span' AND r.bundle_id = t.bundle_id
+                                                 AND r.span_id = t.span_id),
+f AS (SELECT *, CASE WHEN key IS DISTINCT FROM lag(key) OVER w THEN 1 ELSE 0 END AS new_streak
+      FROM c WINDOW w AS (PARTITION BY bundle_id ORDER BY start_ns, seq_start)),
+g AS (SELECT *, sum(new_streak) OVER (PARTITION BY bundle_id ORDER BY start_ns, seq_start
+                                      ROWS UNBOUNDED PRECEDING) AS streak
+      FROM f),
+long AS (SELECT bundle_id, streak FROM g GROUP BY ALL HAVING count(*) >= $min_repeats)
 SELECT bundle_id, any_value(run_id), any_value(tool), any_value(input_hash), any_value(arguments),
        any_value(status), any_value(error), count(*) AS n,
        list(span_id ORDER BY start_ns), list(seq_start ORDER BY start_ns),
        (max(end_ns) - min(start_ns)) / 1e9 AS seconds
-FROM o GROUP BY bundle_id, key, grp
-HAVING count(*) >= ?
+FROM g SEMI JOIN long USING (bundle_id, streak) GROUP BY bundle_id, streak
 ORDER BY bundle_id, n DESC
 """
 
@@ -44,7 +47,7 @@ class StuckLoop:
     def detect(self, store: Store, config: Mapping[str, Any]) -> list[Finding]:
         out: list[Finding] = []
         for (bid, run_id, tool, ihash, args, status, error, n, spans, seqs,
-             seconds) in store.sql(QUERY, [int(config["min_repeats"])]):
+             seconds) in store.sql(QUERY, {"min_repeats": int(config["min_repeats"])}):
             cmd = command_text(tool, args, ihash)
             result = f"failing with {short_error(error)}" if status == "error" and error else (
                 "failing" if status == "error" else "returning the same result")
