@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..store import Store
-from ._common import evidence
+from ._common import evidence, plural
 from .finding import Finding
 
 # cheap first pass: only bundles with two workers or a repeated seq need the ordered pass below
 SUSPECTS = """
 SELECT bundle_id FROM events GROUP BY bundle_id
-HAVING count(DISTINCT worker_id) > 1 OR count(*) > count(DISTINCT seq)
+HAVING count(DISTINCT worker_id) > 1 OR count(seq) > count(DISTINCT seq)
 """
 
 # worker of each event: its own worker_id, else the last run.started/run.resumed before it
@@ -36,7 +36,7 @@ switches AS (SELECT bundle_id, count(*) FILTER (WHERE worker IS DISTINCT FROM pr
                                                    AND worker IS NOT NULL) AS switch_seqs,
                     list(DISTINCT worker) FILTER (WHERE worker IS NOT NULL) AS workers
              FROM sw GROUP BY bundle_id),
-dups AS (SELECT bundle_id, count(*) - count(DISTINCT seq) AS dup_seqs FROM events
+dups AS (SELECT bundle_id, count(seq) - count(DISTINCT seq) AS dup_seqs FROM events
          WHERE bundle_id IN (SELECT bundle_id FROM suspects) GROUP BY bundle_id),
 resumes AS (SELECT bundle_id, count(*) FILTER (WHERE type = 'run.resumed') AS n_resumed FROM events
             WHERE bundle_id IN (SELECT bundle_id FROM suspects) GROUP BY bundle_id)
@@ -69,7 +69,8 @@ class ConcurrentWriters:
                 parts.append(f"events from {len(workers)} workers ({', '.join(workers)}) interleave "
                              f"{n_switch} times")
             if dup_seqs:
-                parts.append(f"{dup_seqs} seq numbers were written twice")
+                parts.append(f"{plural(dup_seqs, 'seq number')} {'was' if dup_seqs == 1 else 'were'} "
+                             "written twice")
             out.append(Finding(
                 code=self.code, severity="error", run_id=run_id, bundle_id=bid,
                 summary=(f"Run {run_id}: {' and '.join(parts)}; two workers ran it at once — fence the run "

@@ -85,25 +85,41 @@ def attrs_map(expr: str) -> str:
     )
 
 
+def _arr(expr: str) -> str:
+    """A JSON value as a list of JSON, or NULL when it is not an array (never an error)."""
+    return f"CASE WHEN json_type({expr}) = 'ARRAY' THEN from_json({expr}, '[\"JSON\"]') END"
+
+
 # The careful path over a ``_tr_lines(lineno, line)`` table: bad lines are skipped (and reported).
 RAW_SPANS_LINES = f"""
 WITH docs AS (
     SELECT lineno, CAST(line AS JSON) AS j FROM _tr_lines
     WHERE coalesce(json_valid(line), false) AND trim(line) <> ''),
-rs AS (SELECT lineno, unnest(from_json(coalesce(j->'resourceSpans', j->'resource_spans'),
-                                       '["JSON"]')) AS r FROM docs),
+rs AS (SELECT lineno, unnest({_arr("coalesce(j->'resourceSpans', j->'resource_spans')")}) AS r FROM docs),
 ss AS (SELECT lineno, r->'resource'->'attributes' AS res,
-              unnest(from_json(coalesce(r->'scopeSpans', r->'scope_spans',
-                                        r->'instrumentationLibrarySpans'), '["JSON"]')) AS s
+              unnest({_arr("coalesce(r->'scopeSpans', r->'scope_spans', r->'instrumentationLibrarySpans')")}) AS s
        FROM rs),
-sp AS (SELECT lineno, res, s->'scope'->>'name' AS scope_name,
-              unnest(from_json(s->'spans', '["JSON"]')) AS x FROM ss)
+sp AS (SELECT lineno, res, s->'scope'->>'name' AS scope_name, unnest({_arr("s->'spans'")}) AS x FROM ss)
 SELECT lineno, x->>'traceId' AS trace_id, x->>'spanId' AS span_id, x->>'parentSpanId' AS parent_span_id,
        x->>'name' AS name, x->>'kind' AS kind_raw, x->>'startTimeUnixNano' AS start_raw,
        x->>'endTimeUnixNano' AS end_raw, x->'status'->>'code' AS status_raw,
        x->'status'->>'message' AS status_message, scope_name, {attrs_map("x->'attributes'")} AS attributes,
        {attrs_map('res')} AS resource, x->'events' AS span_events
-FROM sp
+FROM sp WHERE json_type(x) = 'OBJECT'
+"""
+
+# Lines of a trace file that are JSON but not OTLP traces, with what is wrong (careful path only).
+TRACE_SHAPE_WARNINGS = f"""
+SELECT lineno, CASE
+    WHEN json_type(j) <> 'OBJECT' THEN 'not a JSON object; line skipped'
+    WHEN {_arr("coalesce(j->'resourceSpans', j->'resource_spans')")} IS NULL
+        THEN 'no resourceSpans list: not an OTLP/JSON ExportTraceServiceRequest; line skipped'
+    WHEN len(list_filter(coalesce(j->'$.resourceSpans[*].scopeSpans[*].spans', []),
+                         lambda v: json_type(v) <> 'ARRAY')) > 0
+        THEN 'scopeSpans[].spans is not a list; those spans skipped'
+    END AS message
+FROM (SELECT lineno, CAST(line AS JSON) AS j FROM _tr_lines
+      WHERE coalesce(json_valid(line), false) AND trim(line) <> '')
 """
 
 

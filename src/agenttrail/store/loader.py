@@ -174,6 +174,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) 
                   WHERE json_type(j) = 'OBJECT')
         """, [bid, b.run_id])
         con.execute("DROP TABLE _ev_lines")
+        _nothing_readable(con, bid, ev, "events", "one JSON event object a line (seq, ts, run_id, type)")
 
     _fast_or_careful(con, f"""
         INSERT INTO events {_EVENT_SELECT}
@@ -195,6 +196,21 @@ def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) 
         ORDER BY lineno LIMIT 50""", [bid, ev.name, bid])
 
 
+def _nothing_readable(con: duckdb.DuckDBPyConnection, bid: int, path: Path, table: str, expected: str) -> None:
+    """A file none of whose lines could be read is a schema error (exit 2), not partial data."""
+    row = con.execute(f"SELECT count(*) FROM {table} WHERE bundle_id = ?", [bid]).fetchone()
+    if row and row[0]:
+        return
+    first = con.execute("SELECT min(line) FROM load_warnings WHERE bundle_id = ? AND file = ?",
+                        [bid, path.name]).fetchone()
+    if first and first[0] is not None:
+        from ..errors import BundleFormatError
+
+        raise BundleFormatError(f"{path}:{first[0]}: no line of {path.name} could be read as {expected}",
+                                "check the file is what its name says; `agenttrail bundle verify` lists "
+                                "every problem")
+
+
 def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -> None:
     fmt = "newline_delimited" if tf.name == model.TRACE_JSONL else "auto"
 
@@ -206,9 +222,12 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
         else:
             _lines(con, tf, "_tr_lines")
         _warn_bad_lines(con, bid, "_tr_lines", tf.name)
+        con.execute(f"INSERT INTO load_warnings SELECT ?, ?, lineno, message FROM ({_sql.TRACE_SHAPE_WARNINGS}) "
+                    "WHERE message IS NOT NULL ORDER BY lineno LIMIT 50", [bid, tf.name])
         con.execute(f"INSERT INTO spans {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
                     {"bundle_id": bid, "run_id": b.run_id})
         con.execute("DROP TABLE _tr_lines")
+        _nothing_readable(con, bid, tf, "spans", "OTLP/JSON traces (resourceSpans → scopeSpans → spans)")
 
     fast = _sql.typed_spans(_sql.RAW_SPANS_FAST.replace("{fmt}", fmt))
     _fast_or_careful(con, f"INSERT INTO spans {fast}",
