@@ -38,6 +38,20 @@ print(con.execute('SELECT count(*) FROM spans').fetchone()[0])
 """
 
 
+BREAKDOWN = """
+import json, sys, time
+t0 = time.perf_counter()
+from agenttrail.detect import run_detectors
+from agenttrail.store import open_store
+t1 = time.perf_counter()
+store = open_store([sys.argv[1]])
+t2 = time.perf_counter()
+analysis = run_detectors(store)
+t3 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, **store.timings, "detectors": t3 - t2}))
+"""
+
+
 def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
     """(wall seconds, peak RSS bytes, stdout) of one child process, from its own rusage."""
     t0 = time.perf_counter()
@@ -77,7 +91,7 @@ def main() -> int:
     cli = [str(Path(py).parent / "agenttrail")]
     results = []
     print(f"{'spans':>9} {'events':>9} {'trace MB':>9} {'read_ndjson s':>14} {'analyze s':>10} "
-          f"{'ratio':>6} {'RSS MB':>8} {'baseline RSS':>13} {'cache s':>8}", flush=True)
+          f"{'ratio':>6} {'RSS MB':>8} {'baseline RSS':>13} {'cache s':>8}   breakdown (s)", flush=True)
     for n in sizes:
         b = bundle(n)
         trace = b / "trace.jsonl"
@@ -87,6 +101,8 @@ def main() -> int:
             an_s, an_rss, an_out = _measure([*cli, "analyze", str(b), "--format", "json", "--no-cache"], env)
             _measure([*cli, "analyze", str(b), "--format", "json"], env)  # writes the cache
             cached_s, cached_rss, cached_out = _measure([*cli, "analyze", str(b), "--format", "json"], env)
+            _, _, parts_out = _measure([py, "-c", BREAKDOWN, str(b)], env)
+        parts = {k: round(v, 3) for k, v in json.loads(parts_out).items()}
         doc = json.loads(an_out)
         cached_findings = json.loads(cached_out)["findings"]
         if cached_findings != doc["findings"]:
@@ -100,11 +116,12 @@ def main() -> int:
                "analyze_s": round(an_s, 3), "analyze_rss_mb": round(an_rss / 1e6, 1),
                "ratio_to_baseline": round(an_s / base_s, 3), "cached_analyze_s": round(cached_s, 3),
                "cached_rss_mb": round(cached_rss / 1e6, 1), "retry_loop_iterations": loop["iterations"],
-               "findings": len(doc["findings"])}
+               "findings": len(doc["findings"]), "breakdown_s": parts}
         assert row["spans"] == run["spans"], (row["spans"], run["spans"])
         results.append(row)
         print(f"{row['spans']:>9} {row['events']:>9} {row['trace_mb']:>9} {base_s:>14.2f} {an_s:>10.2f} "
-              f"{an_s / base_s:>6.2f} {an_rss / 1e6:>8.0f} {base_rss / 1e6:>13.0f} {cached_s:>8.2f}", flush=True)
+              f"{an_s / base_s:>6.2f} {an_rss / 1e6:>8.0f} {base_rss / 1e6:>13.0f} {cached_s:>8.2f}   "
+              + " ".join(f"{k}={v:.2f}" for k, v in parts.items()), flush=True)
     (OUT / "bench_analyze.json").write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "results": results}, indent=2))
     print(f"wrote {OUT / 'bench_analyze.json'}")
