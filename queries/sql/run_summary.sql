@@ -8,6 +8,9 @@ SELECT
     (SELECT coalesce(sum(input_tokens), 0) FROM llm_calls l WHERE l.bundle_id = r.bundle_id) AS input_tokens,
     (SELECT coalesce(sum(output_tokens), 0) FROM llm_calls l WHERE l.bundle_id = r.bundle_id) AS output_tokens,
     (SELECT coalesce(sum(cache_read_tokens), 0) FROM llm_calls l WHERE l.bundle_id = r.bundle_id) AS cache_read_tokens,
+    (SELECT CAST(round(sum(CAST(cost_usd AS DECIMAL(18, 9))), 6) AS DOUBLE) FROM llm_calls l
+      WHERE l.bundle_id = r.bundle_id) AS cost_usd,
+    (SELECT count(*) FROM llm_calls l WHERE l.bundle_id = r.bundle_id AND l.cost_usd IS NULL) AS unpriced_llm_calls,
     (SELECT count(*) FROM tool_calls t WHERE t.bundle_id = r.bundle_id) AS tool_calls,
     (SELECT count(*) FROM tool_calls t WHERE t.bundle_id = r.bundle_id AND t.status = 'error') AS tool_errors,
     (SELECT count(*) FROM spans s WHERE s.bundle_id = r.bundle_id) AS spans,

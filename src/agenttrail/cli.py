@@ -262,8 +262,10 @@ def sql_cmd(args: tuple[str, ...], fmt: str, named: str | None, prices: Path | N
     try:
         cur = store.con.execute(query)
     except duckdb.Error as e:
-        raise StoreError(f"query failed: {str(e).splitlines()[0]}",
-                         "see docs/store-schema.md for tables and columns") from e
+        first = str(e).splitlines()[0]
+        hint = ("the cached store is read-only: add --no-cache to create tables" if "read-only" in first
+                else "see docs/store-schema.md for tables and columns")
+        raise StoreError(f"query failed: {first}", hint) from e
     cols = [d[0] for d in cur.description or []]
     rows = cur.fetchall()
     if fmt == "json":

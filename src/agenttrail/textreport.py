@@ -45,6 +45,13 @@ def _clean(text: Any) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in s)
 
 
+def _cost(run: Mapping[str, Any]) -> str:
+    cost, unpriced = run.get("cost_usd"), int(run.get("unpriced_llm_calls") or 0)
+    if cost is None:
+        return " · cost unknown (no price for the model)" if unpriced else ""
+    return f" · ${float(cost):,.2f}" + (f" (+{unpriced} unpriced calls)" if unpriced else "")
+
+
 def run_header(run: Mapping[str, Any]) -> list[str]:
     status = str(run.get("status") or "unknown").upper()
     head = f"Run {_clean(run['run_id'])} · {_clean(run.get('agent_name') or '?')}"
@@ -60,7 +67,7 @@ def run_header(run: Mapping[str, Any]) -> list[str]:
         f"{_tok(int(run.get('input_tokens') or 0) + int(run.get('output_tokens') or 0))} tokens "
         f"(in {_tok(run.get('input_tokens'))}, out {_tok(run.get('output_tokens'))}, "
         f"cached {_tok(run.get('cache_read_tokens'))}) · {run.get('tool_calls', 0)} tool calls "
-        f"({run.get('tool_errors', 0)} failed)")
+        f"({run.get('tool_errors', 0)} failed)" + _cost(run))
     lines.append(f"  bundle: {_clean(run.get('bundle_path'))}")
     return lines
 
