@@ -50,7 +50,7 @@ def open_cached(cache_key: str, base: Path | None = None) -> tuple[duckdb.DuckDB
         return None
     try:
         con = duckdb.connect(str(path), read_only=True)
-        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET TimeZone = 'UTC'; SET enable_progress_bar = false")
         return con, path
     except duckdb.Error:
         with contextlib.suppress(OSError):

@@ -99,7 +99,7 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
             return Store(con=hit[0], bundles=bundles, cache_path=hit[1], from_cache=True,
                          load_seconds=time.perf_counter() - t0)
     con = duckdb.connect(str(database))
-    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET TimeZone = 'UTC'; SET enable_progress_bar = false")
     store = Store(con=con, bundles=bundles)
     con.execute(SCHEMA)
     # the spans table takes its columns from the same SELECT that fills it
