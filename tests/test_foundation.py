@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from agenttrail.cli import cli
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTTRAIL_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def _spans(bundle: Path) -> list[dict]:

@@ -15,11 +15,6 @@ from agenttrail.cli import cli
 from tests.detect.builder import BundleBuilder
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTTRAIL_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _stuck(tmp_path: Path, run_id: str, repeats: int) -> Path:
     b = BundleBuilder(tmp_path, run_id)
     b.started()
