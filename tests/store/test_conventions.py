@@ -110,3 +110,20 @@ def test_tool_calls_csv_only_bundle(tmp_path: Path) -> None:
     assert sources == [("csv",)]
     (f,) = [x.as_dict() for x in result.findings]
     assert (f["iterations"], f["trigger"]["error"]) == (3, ERR)
+
+
+@pytest.mark.parametrize("shape", [official, openllmetry, openinference, legacy],
+                         ids=["official", "openllmetry", "openinference", "legacy"])
+def test_trace_only_bundle_fires_stuck_loop_slow_tool_and_budget(
+        tmp_path: Path, shape: Callable[[BundleBuilder, float, str, bool], None]) -> None:
+    b = BundleBuilder(tmp_path, "trace-only", manifest=False)
+    for i in range(5):
+        shape(b, i * 3.0, "npm test", False)
+    for span in b.spans:  # make every tool call slow: 40 s
+        if "tool" in span["name"] or span["name"] == "run_command":
+            span["endTimeUnixNano"] = str(int(span["startTimeUnixNano"]) + 40 * 10**9)
+    store = open_store([b.write()])
+    result = run_detectors(store, ["stuck_loop", "slow_tool"])
+    store.close()
+    got = sorted((f.code, f.run_id, f.fields.get("repeats") or f.fields.get("slow_calls")) for f in result.findings)
+    assert got == [("slow_tool", "sess-9", 5), ("stuck_loop", "sess-9", 5)]
