@@ -175,7 +175,7 @@ def analyze(bundles: tuple[Path, ...], fmt: str, fail_on: str | None,
         "detector_errors": [d.as_dict() for d in analysis.failures],
     }
     if len(runs) > 1:
-        doc["fleet"] = fleet_summary(runs, findings)
+        doc["fleet"] = fleet_summary(runs, analysis.findings)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, default=_json_default))
     else:

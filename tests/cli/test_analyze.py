@@ -116,3 +116,9 @@ def test_progress_line_appears_only_after_the_delay(monkeypatch: pytest.MonkeyPa
     out = err.getvalue()
     assert "\r[#########---------------]" in out and "bundle 1/1: spans from trace.jsonl (921.6 MB)" in out
     assert out.rstrip().split("\r")[-1].startswith("loaded in ")
+
+
+def test_the_same_run_id_in_two_bundles_counts_as_two_runs(demo_bundle: Path) -> None:
+    r = CliRunner().invoke(cli, ["analyze", str(demo_bundle), str(demo_bundle), "--format", "json"])
+    modes = json.loads(r.stdout)["fleet"]["failure_modes"]
+    assert [(m["code"], m["runs"], m["findings"]) for m in modes] == [("retry_loop", 2, 2)]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .finding import severity_rank
+from .finding import Finding, severity_rank
 
 
-def fleet_summary(runs: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def fleet_summary(runs: Sequence[Mapping[str, Any]], findings: Sequence[Finding]) -> dict[str, Any]:
     """Runs by status, and per finding code: runs affected, findings, tokens and USD wasted.
 
     Tokens/cost wasted are the ``tokens`` / ``cost_usd`` fields detectors report for the part of a run
@@ -20,14 +20,14 @@ def fleet_summary(runs: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[
         statuses[key] = statuses.get(key, 0) + 1
     modes: dict[str, dict[str, Any]] = {}
     for f in findings:
-        m = modes.setdefault(f["code"], {"code": f["code"], "runs": set(), "findings": 0,
-                                         "tokens_wasted": 0, "cost_wasted_usd": 0.0, "worst": "info"})
-        m["runs"].add(f["run_id"])
+        m = modes.setdefault(f.code, {"code": f.code, "runs": set(), "findings": 0,
+                                      "tokens_wasted": 0, "cost_wasted_usd": 0.0, "worst": "info"})
+        m["runs"].add((f.bundle_id, f.run_id))  # the same run id in two bundles is two runs
         m["findings"] += 1
-        m["tokens_wasted"] += int(f.get("tokens") or 0)
-        m["cost_wasted_usd"] += float(f.get("cost_usd") or 0.0)
-        if severity_rank(f["severity"]) > severity_rank(m["worst"]):
-            m["worst"] = f["severity"]
+        m["tokens_wasted"] += int(f.fields.get("tokens") or 0)
+        m["cost_wasted_usd"] += float(f.fields.get("cost_usd") or 0.0)
+        if severity_rank(f.severity) > severity_rank(m["worst"]):
+            m["worst"] = f.severity
     out = [{**m, "runs": len(m["runs"]), "cost_wasted_usd": round(m["cost_wasted_usd"], 6)}
            for m in modes.values()]
     by_count = sorted(out, key=lambda m: (-m["runs"], -m["findings"], m["code"]))
