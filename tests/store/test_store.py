@@ -109,3 +109,19 @@ def test_events_lacking_required_keys_are_kept_and_named_by_line(tmp_path: Path)
         ("events.jsonl", 2, "event lacks an integer seq; kept"), ("events.jsonl", 5, "event lacks an RFC 3339 ts; kept")]
     assert store.sql("SELECT count(*) FROM events")[0][0] == 4
     store.close()
+
+
+def test_snake_case_and_mixed_otlp_spellings(tmp_path: Path) -> None:
+    span = {"traceId": "AB", "spanId": "CD", "name": "chat m", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+    snake = {"resource_spans": [{"scope_spans": [{"spans": [span]}]}]}
+    camel = {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, "spanId": "EF"}]}]}]}
+    for name, lines in (("snake", [snake]), ("mixed", [snake, camel])):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "trace.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        store = open_store([d])
+        got = store.sql("SELECT span_id, trace_id, operation, kind FROM spans ORDER BY span_id")
+        store.close()
+        expected = [("cd", "ab", "chat", "llm")] + ([("ef", "ab", "chat", "llm")] if name == "mixed" else [])
+        assert got == expected, name

@@ -55,11 +55,10 @@ def typed_attrs_map(expr: str) -> str:
 
 
 # The fast path: one row per span, straight from read_json with the explicit schema.
-RAW_SPANS_FAST = f"""
-WITH rs AS (SELECT unnest(coalesce(resourceSpans, resource_spans)) AS r
+_RAW_SPANS_FAST = f"""
+WITH rs AS (SELECT unnest({{resource_spans}}) AS r
             FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', maximum_object_size=1073741824)),
-ss AS (SELECT r.resource.attributes AS res,
-              unnest(coalesce(r.scopeSpans, r.scope_spans, r.instrumentationLibrarySpans)) AS s FROM rs),
+ss AS (SELECT r.resource.attributes AS res, unnest({{scope_spans}}) AS s FROM rs),
 sp AS (SELECT res, s.scope.name AS scope_name, unnest(s.spans) AS x FROM ss)
 SELECT NULL::BIGINT AS lineno, x.traceId AS trace_id, x.spanId AS span_id, x.parentSpanId AS parent_span_id,
        x.name AS name, x.kind AS kind_raw, x.startTimeUnixNano AS start_raw, x.endTimeUnixNano AS end_raw,
@@ -68,6 +67,28 @@ SELECT NULL::BIGINT AS lineno, x.traceId AS trace_id, x.spanId AS span_id, x.par
        x.events AS span_events
 FROM sp
 """
+
+_RESOURCE_SPELLINGS = ("resourceSpans", "resource_spans")
+_SCOPE_SPELLINGS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
+
+
+def raw_spans_fast(fmt: str, head: str = "") -> str:
+    """The fast read for a trace file whose first bytes are ``head``.
+
+    Exporters spell the OTLP keys one way (camelCase, or snake_case from protobuf-to-JSON tools).
+    Unnesting a ``coalesce`` of all spellings copies every nested list (about a quarter of the read),
+    so when the head shows exactly one spelling only that one is unnested; otherwise all are tried.
+    """
+    def pick(spellings: tuple[str, ...], prefix: str) -> str:
+        seen = [sp for sp in spellings if f'"{sp}"' in head]
+        if len(seen) == 1:
+            return f"{prefix}{seen[0]}"
+        return "coalesce(" + ", ".join(f"{prefix}{sp}" for sp in spellings) + ")"
+
+    return (_RAW_SPANS_FAST.replace("{fmt}", fmt)
+            .replace("{resource_spans}", pick(_RESOURCE_SPELLINGS, ""))
+            .replace("{scope_spans}", pick(_SCOPE_SPELLINGS, "r.")))
+
 
 _ATTR_VALUE = (
     "coalesce(a.value->>'stringValue', a.value->>'intValue', a.value->>'doubleValue', "

@@ -103,7 +103,7 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     store = Store(con=con, bundles=bundles)
     con.execute(SCHEMA)
     # the spans table takes its columns from the same SELECT that fills it
-    con.execute(f"CREATE TABLE spans AS {_sql.typed_spans(_sql.RAW_SPANS_FAST.replace('{fmt}', 'auto'))}",
+    con.execute(f"CREATE TABLE spans AS {_sql.typed_spans(_sql.raw_spans_fast('auto'))}",
                 {"file": _empty_trace_file(), "bundle_id": 0, "run_id": ""})
     pricing.create_table(con, price_rows)
     steps = len(bundles) * 4 + 1
@@ -229,7 +229,9 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
         con.execute("DROP TABLE _tr_lines")
         _nothing_readable(con, bid, tf, "spans", "OTLP/JSON traces (resourceSpans → scopeSpans → spans)")
 
-    fast = _sql.typed_spans(_sql.RAW_SPANS_FAST.replace("{fmt}", fmt))
+    with open(tf, encoding="utf-8", errors="replace") as fh:
+        head = fh.read(1 << 16)
+    fast = _sql.typed_spans(_sql.raw_spans_fast(fmt, head))
     _fast_or_careful(con, f"INSERT INTO spans {fast}",
                      {"file": str(tf), "bundle_id": bid, "run_id": b.run_id}, careful)
 
