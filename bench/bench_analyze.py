@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 NAIVE = """
 import duckdb, sys
 con = duckdb.connect()
+con.execute('SET enable_progress_bar = false')  # as the store does; it would print to stdout
 con.execute('''CREATE TABLE spans AS SELECT unnest(ss.spans, recursive := true) FROM (
     SELECT unnest(rs.scopeSpans) AS ss FROM (
         SELECT unnest(resourceSpans) AS rs FROM read_ndjson(?)))''', [sys.argv[1]])
