@@ -125,3 +125,31 @@ def test_snake_case_and_mixed_otlp_spellings(tmp_path: Path) -> None:
         store.close()
         expected = [("cd", "ab", "chat", "llm")] + ([("ef", "ab", "chat", "llm")] if name == "mixed" else [])
         assert got == expected, name
+
+
+def test_calls_whose_spans_never_reached_the_trace_count_from_their_events(
+        demo_bundle: Path, tmp_path: Path) -> None:
+    """A killed worker's last spans may be missing (spans are spooled by a background thread; events are
+    written synchronously): those tool and LLM calls still count, from the event log."""
+    b = tmp_path / "b"
+    shutil.copytree(demo_bundle, b)
+    kept, dropped = [], []
+    for line in (b / "trace.jsonl").read_text().splitlines():
+        name = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"]
+        if name in ("execute_tool read_file", "chat gpt-4o") and name not in dropped:
+            dropped.append(name)
+        else:
+            kept.append(line)
+    assert sorted(dropped) == ["chat gpt-4o", "execute_tool read_file"]
+    (b / "trace.jsonl").write_text("\n".join(kept) + "\n")
+    store = open_store([b])
+    assert store.sql("SELECT source, count(*) FROM tool_calls GROUP BY 1 ORDER BY 1") == [
+        ("event", 1), ("span", 29)]
+    assert store.sql("SELECT tool, status FROM tool_calls WHERE source = 'event'") == [("read_file", "ok")]
+    assert store.sql("SELECT source, count(*) FROM llm_calls GROUP BY 1 ORDER BY 1") == [
+        ("event", 1), ("span", 30)]
+    full = open_store([demo_bundle])
+    assert store.sql("SELECT sum(input_tokens + output_tokens) FROM llm_calls") == full.sql(
+        "SELECT sum(input_tokens + output_tokens) FROM llm_calls")
+    store.close()
+    full.close()

@@ -115,6 +115,8 @@ class Run:
         self.on_budget = on_budget
         self.worker_id = worker_id or default_worker_id()
         self.resumed = False
+        # stamped on every span started inside the run (RecorderProcessor.on_start)
+        self.span_identity: dict[str, str] = {}
         self.conversation_id = conversation_id or run_id
         self.bundle_options = dict(bundle_options or {})
         self.status = "running"
@@ -135,6 +137,16 @@ class Run:
         self._start = 0.0
         self._lock = threading.Lock()
         self._finished = False
+
+    @property
+    def conversation_id(self) -> str:
+        return self._conversation_id
+
+    @conversation_id.setter
+    def conversation_id(self, value: str) -> None:
+        """Integrations set it from their framework (LangGraph thread id, Agents SDK group id)."""
+        self._conversation_id = value
+        self.span_identity = {names.CONVERSATION_ID: value, names.RUN_ID: self.run_id}
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -326,11 +338,16 @@ class Run:
     def checkpoint(self, checkpoint_id: str, state_values: Any, *, step: int | None = None,
                    parent_checkpoint_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> int:
-        """Record a checkpoint (spooled to checkpoints.jsonl) and a ``checkpoint.saved`` event."""
+        """Record a checkpoint (spooled to checkpoints.jsonl) and a ``checkpoint.saved`` event.
+
+        The spans queued for the spool thread are written first, so everything up to a checkpoint
+        survives a SIGKILL.
+        """
         if self._spool is None:
             return self._record(names.EV_CHECKPOINT_SAVED, "harness",
                                 {"checkpoint_id": checkpoint_id, "step": step})
         try:
+            self._spool.flush()
             line = {"checkpoint_id": checkpoint_id, "parent_checkpoint_id": parent_checkpoint_id,
                     "ts": now_rfc3339(), "thread_id": self.conversation_id, "step": step,
                     "values": state_values, "metadata": dict(metadata or {}), "pending_writes": []}
@@ -466,6 +483,8 @@ class Run:
         """
         from ..bundle.writer import BundleOptions, seal_spool
 
+        if self._spool is not None:
+            self._spool.flush()  # spans still queued for the spool thread
         opts = BundleOptions.from_mapping(self.bundle_options)
         opts.scrub = scrub_secrets and opts.scrub
         if out_dir is not None:

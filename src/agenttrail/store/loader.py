@@ -415,7 +415,7 @@ def _mb(path: Path) -> str:
 
 def _derive(con: duckdb.DuckDBPyConnection) -> None:
     """Tables reconciled from spans, events and tool_calls.csv, for every bundle at once."""
-    # LLM calls: spans when there are any for the bundle, else model.call events. A span whose tokens
+    # LLM calls: spans, plus model.call events whose span is not in the trace. A span whose tokens
     # were reported by an official instrumentation's child span (delegated_to) is not counted twice.
     con.execute(f"""
         CREATE OR REPLACE TABLE llm_calls AS
@@ -441,8 +441,10 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
                        - CAST(coalesce(TRY_CAST(e.data->>'duration_ms' AS DOUBLE), 0) * 1e6 AS BIGINT),
                    epoch_us(e.ts) * 1000, e.seq
             FROM events e
-            WHERE e.type = 'model.call' AND e.data->>'delegated_to' IS NULL
-              AND e.bundle_id NOT IN (SELECT DISTINCT bundle_id FROM spans WHERE kind = 'llm'))
+            -- an inference whose span never reached the trace (the worker was killed before the
+            -- spool thread wrote it, or the trace is missing) still counts, from its event
+            ANTI JOIN spans sp ON sp.bundle_id = e.bundle_id AND sp.span_id = e.span_id
+            WHERE e.type = 'model.call' AND e.data->>'delegated_to' IS NULL)
         SELECT c.*, {pricing.COST_SQL} AS cost_usd, p.prefix AS price_model
         FROM calls c LEFT JOIN (
             SELECT c2.model AS m, arg_max(p.prefix, length(p.prefix)) AS prefix
@@ -451,7 +453,7 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
             GROUP BY c2.model) best ON best.m = c.model
         LEFT JOIN prices p ON p.prefix = best.prefix
     """)
-    # Tool calls: one row per call, from spans, else events, else tool_calls.csv.
+    # Tool calls: one row per call, from spans, plus events whose span is missing, else tool_calls.csv.
     con.execute("""
         CREATE OR REPLACE TABLE tool_calls AS
         WITH fin AS (
@@ -492,7 +494,10 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
                    st.data->>'worker_id', st.seq, f.seq,
                    epoch_us(st.ts) * 1000, epoch_us(coalesce(f.ts, st.ts)) * 1000, 'event'
             FROM st LEFT JOIN fin f USING (bundle_id, call_id)
-            WHERE st.bundle_id NOT IN (SELECT bundle_id FROM span_bundles)),
+            -- calls recorded by events whose span is not in the trace: a killed worker's last spans,
+            -- or a bundle without a trace (the event log is written synchronously; spans are not)
+            ANTI JOIN (SELECT bundle_id, span_id FROM spans WHERE kind = 'tool') sp
+                ON sp.bundle_id = st.bundle_id AND sp.span_id = st.span_id),
         from_csv AS (
             SELECT c.bundle_id, c.run_id, c.call_id, c.span_id, c.tool, c.input_hash, NULL, c.ts,
                    c.latency_ms, c.status, c.error, c.error_type, c.exit_code,
