@@ -77,6 +77,15 @@ RUN_STATUS: Final = "agenttrail.run.status"
 WORKER_ID: Final = "agenttrail.worker.id"
 CONTENT_TRUNCATED: Final = "agenttrail.content.truncated"
 DELEGATED_TO: Final = "agenttrail.llm.delegated_to"  # set when an official instrumentation owns the span
+# Framework integrations (agenttrail.integrations.*).
+LANGGRAPH_STEP: Final = "agenttrail.langgraph.step"
+LANGGRAPH_CHECKPOINT_NS: Final = "agenttrail.langgraph.checkpoint_ns"
+HANDOFF_FROM: Final = "agenttrail.handoff.from_agent"
+HANDOFF_TO: Final = "agenttrail.handoff.to_agent"
+# Values of agenttrail.span.kind besides run | node | llm | tool.
+KIND_GRAPH: Final = "graph"
+KIND_SUPERSTEP: Final = "superstep"
+KIND_HANDOFF: Final = "handoff"
 # Set on an @llm span when an opentelemetry-util-genai instrumentation (the official OpenAI /
 # Anthropic ones) ran inside it: it suppressed its own span and metrics and published its data to ours.
 ENRICHED_BY: Final = "agenttrail.llm.enriched_by"
@@ -150,6 +159,10 @@ EV_NODE_STARTED: Final = "node.started"
 EV_NODE_FINISHED: Final = "node.finished"
 EV_RATE_LIMITED: Final = "rate_limited"
 EV_BUDGET_EXCEEDED: Final = "budget.exceeded"
+EV_APPROVAL_REQUESTED: Final = "approval.requested"
+EV_APPROVAL_DECIDED: Final = "approval.decided"
+EV_CONTEXT_HANDOFF: Final = "context.handoff"
+EV_AGENT_HANDOFF: Final = "agent.handoff"  # from_agent, to_agent (OpenAI Agents SDK handoffs)
 
 # --- GenAI log events (semconv §1.5) -------------------------------------------------------------
 EV_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"  # opt-in (content capture)

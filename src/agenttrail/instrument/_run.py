@@ -11,7 +11,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +102,7 @@ class Run:
         bundle_options: Mapping[str, Any] | None = None,
         on_budget: str = "record",
         worker_id: str | None = None,
+        write_paths: Sequence[str] | None = None,
     ) -> None:
         if on_budget not in _BUDGET_MODES:
             raise ValueError(f"on_budget must be one of {_BUDGET_MODES}, not {on_budget!r}")
@@ -114,6 +115,8 @@ class Run:
         self.seal_on_success = seal_on_success
         self.on_budget = on_budget
         self.worker_id = worker_id or default_worker_id()
+        # globs of the workspace paths the run means to change (judged by workspace_drift)
+        self.write_paths = list(write_paths) if write_paths is not None else None
         self.resumed = False
         # stamped on every span started inside the run (RecorderProcessor.on_start)
         self.span_identity: dict[str, str] = {}
@@ -206,7 +209,8 @@ class Run:
                     self._write_run_json()
                 self._record(names.EV_RUN_STARTED, "harness", {
                     "agent_name": self.agent_name, "workflow_name": self.workflow_name,
-                    "budget": self.budget, "worker_id": self.worker_id})
+                    "budget": self.budget, "worker_id": self.worker_id,
+                    "write_paths": self.write_paths})
         except Exception:  # noqa: BLE001
             internal_error("starting a run")
 
@@ -308,7 +312,10 @@ class Run:
     def _record(self, type: str, actor: str | None, data: Mapping[str, Any] | None,
                 span: Span | None = None, emit_log: bool = True) -> int:
         try:
-            record: dict[str, Any] = {"ts": now_rfc3339(), "run_id": self.run_id, "type": type}
+            # worker_id on every event: two workers writing one run (missing fencing) show up as
+            # interleaved ids (the concurrent_writers detector)
+            record: dict[str, Any] = {"ts": now_rfc3339(), "run_id": self.run_id, "type": type,
+                                      "worker_id": self.worker_id}
             if actor:
                 record["actor"] = actor
             sp = span or trace.get_current_span()
@@ -330,6 +337,17 @@ class Run:
         except Exception:  # noqa: BLE001
             internal_error("writing an event")
             return 0
+
+    def context_handoff(self, reason: str, *, context_tokens: int | None = None,
+                        context_window: int | None = None, **fields: Any) -> int:
+        """Record that the agent summarised or handed off its context (``context.handoff``).
+
+        With the tokens in use and the window size, ``context_pressure`` can tell a needed handoff
+        from a premature one ("context anxiety").
+        """
+        return self._record(names.EV_CONTEXT_HANDOFF, "harness", {
+            "reason": reason, "context_tokens": context_tokens, "context_window": context_window,
+            **fields})
 
     def signal(self, kind: str, by: str | None = None, **fields: Any) -> int:
         """A human or supervisor signal: ``approve``, ``pause``, ``revise``, ``add_context``, ``cancel``."""

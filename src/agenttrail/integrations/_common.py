@@ -1,7 +1,6 @@
 """Helpers shared by the framework integrations: JSON-safe values, scrubbing, names.
 
-The attribute and event names below are not in :mod:`agenttrail.names` yet (that module belongs to the
-instrumentation layer); they are spelled once here so the integrations never hard-code them twice.
+The names the integrations emit are spelled in :mod:`agenttrail.names` like every other name.
 """
 
 from __future__ import annotations
@@ -14,22 +13,31 @@ import json
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from .._secrets import scrub
 
-# --- names the integrations add (proposed for agenttrail.names) ------------------------------
-LANGGRAPH_STEP: Final = "agenttrail.langgraph.step"
-LANGGRAPH_CHECKPOINT_NS: Final = "agenttrail.langgraph.checkpoint_ns"
-HANDOFF_FROM: Final = "agenttrail.handoff.from_agent"
-HANDOFF_TO: Final = "agenttrail.handoff.to_agent"
-KIND_GRAPH: Final = "graph"
-KIND_SUPERSTEP: Final = "superstep"
-KIND_HANDOFF: Final = "handoff"
-EV_APPROVAL_REQUESTED: Final = "approval.requested"
-EV_APPROVAL_DECIDED: Final = "approval.decided"
-EV_RATE_LIMITED: Final = "rate_limited"
-EV_CONTEXT_HANDOFF: Final = "context.handoff"
+# Names live in agenttrail.names (one module spells every emitted name); re-exported for the
+# integration modules that import them from here.
+from ..names import (
+    EV_APPROVAL_DECIDED,
+    EV_APPROVAL_REQUESTED,
+    EV_CONTEXT_HANDOFF,
+    EV_RATE_LIMITED,
+    HANDOFF_FROM,
+    HANDOFF_TO,
+    KIND_GRAPH,
+    KIND_HANDOFF,
+    KIND_SUPERSTEP,
+    LANGGRAPH_CHECKPOINT_NS,
+    LANGGRAPH_STEP,
+)
+
+__all__ = [
+    "EV_APPROVAL_DECIDED", "EV_APPROVAL_REQUESTED", "EV_CONTEXT_HANDOFF", "EV_RATE_LIMITED",
+    "HANDOFF_FROM", "HANDOFF_TO", "KIND_GRAPH", "KIND_HANDOFF", "KIND_SUPERSTEP",
+    "LANGGRAPH_CHECKPOINT_NS", "LANGGRAPH_STEP", "Scrubbed",
+]  # fmt: skip
 
 _MAX_DEPTH = 40
 

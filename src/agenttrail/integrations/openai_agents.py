@@ -48,7 +48,7 @@ from ._common import EV_RATE_LIMITED, HANDOFF_FROM, HANDOFF_TO, KIND_HANDOFF, js
 
 __all__ = ["EV_HANDOFF", "AgenttrailTracingProcessor", "instrument_openai_client", "rate_limit_hook"]
 
-EV_HANDOFF = "agent.handoff"
+EV_HANDOFF = names.EV_AGENT_HANDOFF
 C = TypeVar("C")
 
 
