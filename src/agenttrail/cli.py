@@ -36,7 +36,19 @@ def _fail(e: AgenttrailError) -> None:
 
 
 class _Group(click.Group):
-    """Turns AgenttrailError into one readable message + exit 2, and anything else into exit 70."""
+    """Turns AgenttrailError into one readable message + exit 2, and anything else into exit 70.
+
+    Command groups owned by other layers (tui, grafana, bundle import) are added the first time a
+    command is looked up, so importing the CLI stays cheap and every entry point sees them.
+    """
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        _register_optional()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_optional()
+        return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -365,9 +377,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.main(args=list(argv) if argv is not None else None, prog_name="agenttrail")
 
 
+_registered = False
+
+
 def _register_optional() -> None:
-    """Command groups owned by other layers, added when their modules exist."""
+    """Command groups owned by other layers, added when their modules exist (once)."""
     import importlib
+
+    global _registered
+    if _registered:
+        return
+    _registered = True
 
     for module, attr in (("agenttrail.grafana.cli", "grafana"), ("agenttrail.tui.cli", "tui"),
                          ("agenttrail.bundle.cli", "import_cmd")):
