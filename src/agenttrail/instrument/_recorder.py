@@ -178,15 +178,15 @@ class Spool:
 
 def _current_run_var() -> Any:
     """The run context variable (imported lazily: _run imports this module)."""
-    global _RUN_VAR
-    if _RUN_VAR is None:
+    global _run_var
+    if _run_var is None:
         from ._run import _current
 
-        _RUN_VAR = _current
-    return _RUN_VAR
+        _run_var = _current
+    return _run_var
 
 
-_RUN_VAR: Any = None
+_run_var: Any = None
 
 
 class RecorderProcessor(SpanProcessor):
