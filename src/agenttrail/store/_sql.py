@@ -55,17 +55,29 @@ def typed_attrs_map(expr: str) -> str:
 
 
 # The fast path: one row per span, straight from read_json with the explicit schema.
+#
+# A file repeats one resource on every line (the flight recorder writes one request per span; SDK
+# exporters one per batch), and building a MAP costs about as much as parsing the JSON it comes from.
+# So the resource of the file's first line ($head) is turned into a MAP once (``memo``) and reused for
+# every row whose resource list equals it; any other resource gets its own MAP, as before.
 _RAW_SPANS_FAST = f"""
 WITH rs AS (SELECT unnest({{resource_spans}}) AS r
-            FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', maximum_object_size=1073741824)),
+            FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', records=true,
+                           maximum_object_size=1073741824)),
+memo AS (SELECT r.resource.attributes AS memo_res, {typed_attrs_map('r.resource.attributes')} AS memo_map
+         FROM (SELECT unnest({{head_resource_spans}}) AS r
+               FROM (SELECT TRY_CAST(TRY_CAST($head AS JSON) AS STRUCT(resourceSpans {_RESOURCE_SPANS},
+                                     resource_spans {_RESOURCE_SPANS})) AS h))
+         LIMIT 1),
 ss AS (SELECT r.resource.attributes AS res, unnest({{scope_spans}}) AS s FROM rs),
 sp AS (SELECT res, s.scope.name AS scope_name, unnest(s.spans) AS x FROM ss)
 SELECT NULL::BIGINT AS lineno, x.traceId AS trace_id, x.spanId AS span_id, x.parentSpanId AS parent_span_id,
        x.name AS name, x.kind AS kind_raw, x.startTimeUnixNano AS start_raw, x.endTimeUnixNano AS end_raw,
        x.status.code AS status_raw, x.status.message AS status_message, scope_name,
-       {typed_attrs_map('x.attributes')} AS attributes, {typed_attrs_map('res')} AS resource,
+       {typed_attrs_map('x.attributes')} AS attributes,
+       CASE WHEN res = memo_res THEN memo_map ELSE {typed_attrs_map('res')} END AS resource,
        x.events AS span_events
-FROM sp
+FROM sp LEFT JOIN memo ON true
 """
 
 _RESOURCE_SPELLINGS = ("resourceSpans", "resource_spans")
@@ -73,7 +85,8 @@ _SCOPE_SPELLINGS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
 
 
 def raw_spans_fast(fmt: str, head: str = "") -> str:
-    """The fast read for a trace file whose first bytes are ``head``.
+    """The fast read for a trace file whose first bytes are ``head``. Parameters $file, $head (its first
+    line, see ``first_line``).
 
     Exporters spell the OTLP keys one way (camelCase, or snake_case from protobuf-to-JSON tools).
     Unnesting a ``coalesce`` of all spellings copies every nested list (about a quarter of the read),
@@ -87,7 +100,14 @@ def raw_spans_fast(fmt: str, head: str = "") -> str:
 
     return (_RAW_SPANS_FAST.replace("{fmt}", fmt)
             .replace("{resource_spans}", pick(_RESOURCE_SPELLINGS, ""))
+            .replace("{head_resource_spans}", pick(_RESOURCE_SPELLINGS, "h."))
             .replace("{scope_spans}", pick(_SCOPE_SPELLINGS, "r.")))
+
+
+def first_line(head: str) -> str:
+    """The first complete line of a file's first bytes (the ``$head`` of the fast read), else ''."""
+    line, newline, _ = head.partition("\n")
+    return line if newline else ""
 
 
 _ATTR_VALUE = (

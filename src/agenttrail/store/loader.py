@@ -104,7 +104,7 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     con.execute(SCHEMA)
     # the spans table takes its columns from the same SELECT that fills it
     con.execute(f"CREATE TABLE spans AS {_sql.typed_spans(_sql.raw_spans_fast('auto'))}",
-                {"file": _empty_trace_file(), "bundle_id": 0, "run_id": ""})
+                {"file": _empty_trace_file(), "head": "", "bundle_id": 0, "run_id": ""})
     pricing.create_table(con, price_rows)
     steps = len(bundles) * 4 + 1
     for i, b in enumerate(bundles, 1):
@@ -233,7 +233,8 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
         head = fh.read(1 << 16)
     fast = _sql.typed_spans(_sql.raw_spans_fast(fmt, head))
     _fast_or_careful(con, f"INSERT INTO spans {fast}",
-                     {"file": str(tf), "bundle_id": bid, "run_id": b.run_id}, careful)
+                     {"file": str(tf), "head": _sql.first_line(head), "bundle_id": bid, "run_id": b.run_id},
+                     careful)
 
 
 def _load_checkpoints(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, path: Path) -> None:

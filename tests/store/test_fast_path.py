@@ -1,0 +1,51 @@
+"""The fast read of trace files: what it reuses between rows must never mix rows up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agenttrail.store import open_store
+
+
+def _line(span_id: str, resource: list[tuple[str, dict[str, object]]] | None) -> str:
+    span = {"traceId": "AB", "spanId": span_id, "name": "node act", "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2", "attributes": [{"key": "k", "value": {"stringValue": span_id}}]}
+    rs: dict[str, object] = {"scopeSpans": [{"scope": {"name": "s"}, "spans": [span]}]}
+    if resource is not None:
+        rs["resource"] = {"attributes": [{"key": k, "value": v} for k, v in resource]}
+    return json.dumps({"resourceSpans": [rs]}) + "\n"
+
+
+def test_each_span_keeps_its_own_resource_when_lines_differ(tmp_path: Path) -> None:
+    """The first line's resource MAP is built once and reused; any other resource gets its own."""
+    first = [("service.name", {"stringValue": "a"}), ("pid", {"intValue": "7"})]
+    lines = [
+        _line("01", first),
+        _line("02", [("service.name", {"stringValue": "b"}), ("ratio", {"doubleValue": 0.5}),
+                     ("ok", {"boolValue": True})]),
+        _line("03", first),
+        _line("04", None),
+        _line("05", [("service.name", {"stringValue": "a"})]),  # a prefix of the first: not equal
+    ]
+    (tmp_path / "trace.jsonl").write_text("".join(lines))
+    store = open_store([tmp_path])
+    got = store.sql("SELECT span_id, resource, attributes['k'] FROM spans ORDER BY span_id")
+    store.close()
+    assert got == [
+        ("01", {"service.name": "a", "pid": "7"}, "01"),
+        ("02", {"service.name": "b", "ratio": "0.5", "ok": "true"}, "02"),
+        ("03", {"service.name": "a", "pid": "7"}, "03"),
+        ("04", {}, "04"),
+        ("05", {"service.name": "a"}, "05"),
+    ]
+
+
+def test_first_line_longer_than_the_sniffed_head_still_loads(tmp_path: Path) -> None:
+    """A first line past the 64 KiB head gives no memo; every resource is then built row by row."""
+    big = [("service.name", {"stringValue": "x" * 70_000})]
+    (tmp_path / "trace.jsonl").write_text(_line("01", big) + _line("02", big))
+    store = open_store([tmp_path])
+    got = store.sql("SELECT span_id, length(resource['service.name']) FROM spans ORDER BY span_id")
+    store.close()
+    assert got == [("01", 70_000), ("02", 70_000)]
