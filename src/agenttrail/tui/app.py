@@ -9,6 +9,7 @@ a filtered million-row list, a search, a SQL query) also runs in a worker with i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,14 +23,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import NoActiveWorker, Worker, WorkerState, get_current_worker
 
 from ..detect.finding import DetectorFailure, Finding
 from ..errors import AgenttrailError
 from ..store import Store
 from ._text import literal
-from .context import JumpToEvidence, JumpToSeq, JumpToSpan, RunContext, ShowDetail
-from .data import RunInfo, prepare, runs
+from .context import JumpToEvidence, JumpToSeq, JumpToSpan, RunContext, ShowDetail, in_thread
+from .data import Cursor, RunInfo, prepare, runs
 from .screens.events import EventsView
 from .screens.modals import ErrorModal, HelpScreen, RunPicker
 from .screens.overview import OverviewView
@@ -61,16 +62,34 @@ def fresh_loader(paths: Sequence[Path], progress: Progress) -> Store:
 
 
 def default_detect(store: Store) -> tuple[list[Finding], list[DetectorFailure]]:
+    """Every detector, one at a time: a cancelled worker (quit, another run) stops between detectors."""
     from ..detect import run_detectors
+    from ..detect.finding import severity_rank
+    from ..detect.registry import available
 
-    analysis = run_detectors(store)
-    return analysis.findings, analysis.failures
+    findings: list[Finding] = []
+    failures: list[DetectorFailure] = []
+    for code in available():
+        if _cancelled():
+            break
+        analysis = run_detectors(store, [code])
+        findings.extend(analysis.findings)
+        failures.extend(analysis.failures)
+    findings.sort(key=lambda f: (-severity_rank(f.severity), f.bundle_id or 0, f.code))
+    return findings, failures
+
+
+def _cancelled() -> bool:
+    try:
+        return get_current_worker().is_cancelled
+    except NoActiveWorker:
+        return False
 
 
 class LoadingScreen(Screen[None]):
     """Shown while the worker loads the bundles: which step, how long so far."""
 
-    STEPS: ClassVar[tuple[str, ...]] = ("loading bundles into DuckDB", "running detectors", "preparing views")
+    STEPS: ClassVar[tuple[str, ...]] = ("loading bundles into DuckDB", "reading the run summary")
 
     def __init__(self, count: int) -> None:
         super().__init__()
@@ -129,6 +148,7 @@ class AgentTrailApp(App[int]):
         self.ctx: RunContext | None = None
         self.startup_error: AgenttrailError | None = None
         self.loaded_at: float | None = None  # monotonic time the first screen became interactive
+        self.analysed_at: float | None = None  # monotonic time the findings were shown
         self._load_worker: Worker[None] | None = None
 
     # -- layout ------------------------------------------------------------------------------------------
@@ -167,15 +187,13 @@ class AgentTrailApp(App[int]):
 
         store = prepare(self.loader(self.paths, progress))
         self.call_from_thread(self._step, 1)
-        findings, failures = self.detect(store)
-        self.call_from_thread(self._step, 2)
         run_list = runs(store.con)
         if not get_current_worker().is_cancelled:
-            self.call_from_thread(self._loaded, store, run_list, findings, failures)
+            self.call_from_thread(self._loaded, store, run_list)
 
-    def _loaded(self, store: Store, run_list: list[RunInfo], findings: list[Finding],
-                failures: list[DetectorFailure]) -> None:
-        self.store, self.runs, self.findings, self.failures = store, run_list, findings, failures
+    def _loaded(self, store: Store, run_list: list[RunInfo]) -> None:
+        """The first screen: the run summary at once; the findings follow when the detectors finish."""
+        self.store, self.runs = store, run_list
         self.ui_cursor = store.con.cursor()  # the UI thread's own connection
         if isinstance(self.screen, LoadingScreen):
             self.pop_screen()
@@ -188,13 +206,39 @@ class AgentTrailApp(App[int]):
         self.loaded_at = time.monotonic()
         if len(run_list) > 1:
             self.notify(f"{len(run_list)} runs loaded: r picks another", timeout=4)
+        # the detectors get the machine first (findings are what the overview is for); the other tabs
+        # are read after them, or as soon as one is opened
+        in_thread(self, store, self._detect_job, self._analysed, group="detect", description="detectors")
+
+    def _detect_job(self, cur: Cursor) -> tuple[list[Finding], list[DetectorFailure]]:
+        assert self.store is not None
+        return self.detect(dataclasses.replace(self.store, con=cur))
+
+    def _analysed(self, result: tuple[list[Finding], list[DetectorFailure]]) -> None:
+        self.findings, self.failures = result
+        self.analysed_at = time.monotonic()
+        if self.ctx is not None:
+            self.ctx.findings = self._run_findings(self.ctx.run)
+            self.ctx.failures = self.failures
+            self.query_one(OverviewView).show_findings(self.ctx)
+            self.query_one(TimelineView).mark_flagged(self.ctx.flagged_spans)
+        self._prefetch()
+
+    def _prefetch(self) -> None:
+        """Read the other tabs in the background (each reads at once when opened before that)."""
+        for view in (TimelineView, EventsView, ToolsView):
+            self.query_one(view).ensure_loaded()
+
+    def _run_findings(self, run: RunInfo) -> list[Finding] | None:
+        if self.analysed_at is None:
+            return None  # the detectors are still running
+        return [f for f in self.findings if f.bundle_id in (run.bundle_id, None)
+                and (f.bundle_id is not None or f.run_id == run.run_id)]
 
     def show_run(self, bundle_id: int) -> None:
         run = next(r for r in self.runs if r.bundle_id == bundle_id)
         assert self.store is not None
-        ctx = RunContext(store=self.store, ui=self.ui_cursor, run=run,
-                         findings=[f for f in self.findings if f.bundle_id in (bundle_id, None)
-                                   and (f.bundle_id is not None or f.run_id == run.run_id)],
+        ctx = RunContext(store=self.store, ui=self.ui_cursor, run=run, findings=self._run_findings(run),
                          failures=self.failures)
         self.ctx = ctx
         title = Text(" agenttrail ", style="bold reverse")
@@ -208,6 +252,8 @@ class AgentTrailApp(App[int]):
             self.query_one(view).show_run(ctx)
         self.query_one(DetailPane).clear()
         self.action_tab("overview")
+        if self.analysed_at is not None:
+            self._prefetch()
 
     # -- errors ----------------------------------------------------------------------------------------------
 
@@ -236,6 +282,8 @@ class AgentTrailApp(App[int]):
             return
         if event.worker.group == "sql":
             self.query_one(SqlView).query_failed()
+        if event.worker.group == "detect":
+            self._analysed(([], [DetectorFailure("detectors", message)]))
         self._error(f"{event.worker.description} failed", message, hint)
 
     # -- messages from the views -----------------------------------------------------------------------------
@@ -281,6 +329,9 @@ class AgentTrailApp(App[int]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         tab = event.pane.id or ""
+        view = {"timeline": TimelineView, "events": EventsView, "tools": ToolsView}.get(tab)
+        if view is not None:
+            self.query_one(view).ensure_loaded()
         self.query_one(DetailPane).display = tab != "sql" and not self._detail_hidden
         main = self.query_one("#main")
         for name, _label in TABS:

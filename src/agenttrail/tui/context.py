@@ -21,12 +21,15 @@ T = TypeVar("T")
 
 @dataclass
 class RunContext:
-    """The run the views show. ``ui`` is the UI thread's own cursor; workers open theirs."""
+    """The run the views show. ``ui`` is the UI thread's own cursor; workers open theirs.
+
+    ``findings`` is None while the detectors are still running (the first screen does not wait for them).
+    """
 
     store: Store
     ui: Cursor
     run: RunInfo
-    findings: list[Finding] = field(default_factory=list[Finding])
+    findings: list[Finding] | None = None
     failures: list[DetectorFailure] = field(default_factory=list[DetectorFailure])
 
     @property
@@ -35,7 +38,7 @@ class RunContext:
 
     @property
     def flagged_spans(self) -> set[str]:
-        return {s for f in self.findings for s in f.evidence.span_ids}
+        return {s for f in self.findings or [] for s in f.evidence.span_ids}
 
 
 def in_thread(app: App[Any], store: Store, fn: Callable[[Cursor], T], done: Callable[[T], None], *,

@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, Select
 from ..context import JumpToSpan, RunContext, ShowDetail, in_thread
 from ..data import Cursor, View, event_detail, event_facets, events_view, fetch_window, row_of_seq, search
 from ..widgets.detail import fields_table, pretty_json
-from ..widgets.vtable import Column, Row, VirtualTable
+from ..widgets.vtable import Column, ListSource, Row, VirtualTable
 from .modals import SeqPrompt
 
 TYPE_STYLE = {"error": "bold #ff5f5f", "tool.finished": "#56b6c2", "tool.started": "#56b6c2", "model.call": "#b48ead",
@@ -81,14 +81,32 @@ class EventsView(Vertical):
         self.query_one("#event-search", Input).cursor_blink = False
 
     def show_run(self, ctx: RunContext) -> None:
+        """Take the run; its events are read by ``ensure_loaded`` (tab opened, or after the detectors)."""
         self.ctx = ctx
         self.view = None
-        types, actors = event_facets(ctx.ui, ctx.bundle_id)
+        self._requested = False
+        self._filters = (None, None)
+        self.table.set_source(EVENT_COLUMNS, ListSource([]))
+        self.table.loading = True
+        self._update_count()
+
+    _requested = False
+
+    def ensure_loaded(self) -> None:
+        """Read the filter choices and materialize the run's events in a worker (once per run)."""
+        ctx = self.ctx
+        if ctx is None or self._requested:
+            return
+        self._requested = True
+        in_thread(self.app, ctx.store, partial(_facets_job, bundle_id=ctx.bundle_id), self._facets,
+                  group="events-facets", description="event types")
+        self._load()
+
+    def _facets(self, facets: tuple[list[str], list[str]]) -> None:
+        types, actors = facets
         with self.prevent(Select.Changed):
             self.query_one("#event-type", Select).set_options([(t, t) for t in types])
             self.query_one("#event-actor", Select).set_options([(a, a) for a in actors])
-        self._filters = (None, None)
-        self._load()
 
     def _load(self) -> None:
         ctx = self.ctx
@@ -138,6 +156,7 @@ class EventsView(Vertical):
             return
         if self.view is None:
             self._pending_seq = seq
+            self.ensure_loaded()
             return
         index = row_of_seq(self.ctx.ui, self.view, seq)
         row = self.table.row(index) if index is not None else None
@@ -221,6 +240,10 @@ class EventsView(Vertical):
             head["redaction"] = d["redaction"]
         self.post_message(ShowDetail(self, f"event {d['seq']} · {d['type']}", [
             ("", fields_table(head)), ("data", pretty_json(d["data"]))]))
+
+
+def _facets_job(cur: Cursor, *, bundle_id: int) -> tuple[list[str], list[str]]:
+    return event_facets(cur, bundle_id)
 
 
 def _events_view(cur: Cursor, *, bundle_id: int, type_: str | None, actor: str | None) -> View:

@@ -75,30 +75,44 @@ FINDING_COLUMNS = (
 )
 
 
+EMPTY = "no findings: the detectors saw nothing wrong"
+
+
 class OverviewView(Vertical):
     ctx: RunContext | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="run-header")
         yield Label("Findings", id="findings-title", classes="section-title")
-        yield VirtualTable(id="findings", empty_text="no findings: the detectors saw nothing wrong")
+        yield VirtualTable(id="findings", empty_text=EMPTY)
 
     def show_run(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self.query_one("#run-header", Static).update(run_header(ctx.run, len(ctx.findings)))
+        self.query_one("#run-header", Static).update(run_header(ctx.run, len(ctx.findings or [])))
+        self.show_findings(ctx)
+
+    def show_findings(self, ctx: RunContext) -> None:
+        """The findings list, or "analysing…" while the detectors run (they fill it in when done)."""
+        table = self.query_one("#findings", VirtualTable)
+        if ctx.findings is None:
+            self.query_one("#findings-title", Label).update(Text("Findings · analysing…"))
+            table.empty_text = "analysing… (the detectors are running; the other tabs work already)"
+            table.set_source(FINDING_COLUMNS, ListSource([]))
+            table.styles.height = 2
+            return
         title = f"Findings ({len(ctx.findings)})"
         if ctx.failures:
             title += f" · {len(ctx.failures)} detector(s) failed: " + ", ".join(f.code for f in ctx.failures)
         self.query_one("#findings-title", Label).update(Text(title))
         rows = [(f.severity, f.code, f.summary, i) for i, f in enumerate(ctx.findings)]
-        table = self.query_one("#findings", VirtualTable)
+        table.empty_text = EMPTY
         table.set_source(FINDING_COLUMNS, ListSource(rows))
         # as tall as the findings (the detail pane below gets the rest), within reason
         table.styles.height = min(max(len(rows), 1) + 1, 12)
 
     def on_virtual_table_highlighted(self, event: VirtualTable.Highlighted) -> None:
         event.stop()
-        if self.ctx is None or event.row is None:
+        if self.ctx is None or not self.ctx.findings or event.row is None:
             return
         f = self.ctx.findings[int(event.row[3])]
         extra: dict[str, Any] = dict(f.fields)
@@ -116,5 +130,5 @@ class OverviewView(Vertical):
 
     def on_virtual_table_selected(self, event: VirtualTable.Selected) -> None:
         event.stop()
-        if self.ctx is not None and event.row is not None:
+        if self.ctx is not None and self.ctx.findings and event.row is not None:
             self.post_message(JumpToEvidence(self.ctx.findings[int(event.row[3])]))

@@ -65,13 +65,34 @@ class TimelineView(Vertical):
     _pending_span: str | None = None
 
     def show_run(self, ctx: RunContext) -> None:
-        """Build the span tree in a worker: a big trace must not hold up the first screen."""
-        self.ctx, self.trace = ctx, None
+        """Take the run; its span tree is read by ``ensure_loaded`` (tab opened, or after the detectors)."""
+        self.ctx, self.trace, self._requested = ctx, None, False
         self.collapsed.clear()
         self.kind_filter = "all"
+        self.shown = []
+        self.table.set_source(self._columns(), ListSource([]))
         self.table.loading = True
+
+    _requested = False
+
+    def ensure_loaded(self) -> None:
+        """Build the span tree in a worker (once per run): a big trace must not hold up the screen."""
+        ctx = self.ctx
+        if ctx is None or self._requested:
+            return
+        self._requested = True
         in_thread(self.app, ctx.store, partial(_tree_job, bundle_id=ctx.bundle_id, flagged=ctx.flagged_spans),
                   self._loaded, group="timeline", description="span tree")
+
+    def mark_flagged(self, flagged: set[str]) -> None:
+        """The findings arrived after the tree was built: mark the spans they name."""
+        if self.trace is None:
+            return  # not built yet: it is built with the findings' spans
+        for span_id in flagged:
+            node = self.trace.by_id.get(span_id)
+            if node is not None:
+                node.flagged = True
+        self.table.refresh()
 
     def _loaded(self, tree: SpanTree) -> None:
         self.trace = tree
@@ -184,6 +205,7 @@ class TimelineView(Vertical):
         """Show ``span_id``: clear a filter hiding it, expand its ancestors, put the cursor on it."""
         if self.trace is None and self.ctx is not None:
             self._pending_span = span_id  # still loading: go there when the tree arrives
+            self.ensure_loaded()
             return True
         if self.trace is None or span_id not in self.trace.by_id:
             return False

@@ -15,7 +15,7 @@ from .._text import literal
 from ..context import JumpToSpan, RunContext, ShowDetail, in_thread
 from ..data import TOOL_SORTS, Cursor, View, tool_call_detail, tool_calls_view, tool_groups_view
 from ..widgets.detail import fields_table, pretty_json
-from ..widgets.vtable import Column, Row, VirtualTable
+from ..widgets.vtable import Column, ListSource, Row, VirtualTable
 from .events import ViewSource
 
 STATUS_STYLE = {"error": "bold red", "unfinished": "yellow", "ok": "green"}
@@ -80,14 +80,25 @@ class ToolsView(Vertical):
         return self.query_one("#tool-table", VirtualTable)
 
     def show_run(self, ctx: RunContext) -> None:
-        self.ctx = ctx
+        """Take the run; its calls are read by ``ensure_loaded`` (tab opened, or after the detectors)."""
+        self.ctx, self.view, self._requested = ctx, None, False
         self.sort, self.grouped = "time", False
-        self._load()
+        self.table.set_source(CALL_COLUMNS, ListSource([]))
+        self.table.loading = True
+        self._update_bar()
+
+    _requested = False
+
+    def ensure_loaded(self) -> None:
+        if self.ctx is not None and not self._requested:
+            self._requested = True
+            self._load()
 
     def _load(self) -> None:
         ctx = self.ctx
         if ctx is None:
             return
+        self._requested = True
         self.table.loading = True
         job = partial(_groups_job, bundle_id=ctx.bundle_id) if self.grouped else \
             partial(_calls_job, bundle_id=ctx.bundle_id, sort=self.sort)

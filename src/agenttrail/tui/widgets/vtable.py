@@ -196,7 +196,14 @@ class VirtualTable(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.Highlighted(self, new, self.row(new)))
 
+    _scroll_pending = False
+
     def _scroll_into_view(self) -> None:
+        if self.scrollable_content_region.height <= 1:
+            # not laid out yet (a tab never shown): scroll when it gets its size, not to a guessed height
+            self._scroll_pending = True
+            return
+        self._scroll_pending = False
         top = round(self.scroll_y)
         if self.cursor_row < top:
             self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
@@ -242,6 +249,8 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, self._count + 1)
+        if self._scroll_pending:
+            self._scroll_into_view()
 
     def _widths(self, total: int) -> list[int]:
         shown = [c for c in self.columns if c.width != 0]  # width 0: kept in the row, not displayed
