@@ -290,7 +290,8 @@ class AgentTrailApp(App[int]):
 
     @on(ShowDetail)
     def _show_detail(self, message: ShowDetail) -> None:
-        if message.view.id == f"{self.query_one(TabbedContent).active}-view":
+        tabs = self.query(TabbedContent)
+        if tabs and message.view.id == f"{tabs.first().active}-view":  # no tabs: the app is closing
             self.query_one(DetailPane).show(message.title, message.sections)
 
     @on(JumpToSpan)

@@ -23,6 +23,7 @@ from ..store import queries as named_queries
 Cursor = duckdb.DuckDBPyConnection
 
 TUI_DB = "tui"
+FETCH_CHUNK = 5_000  # rows per fetch when a worker reads a big result into Python
 
 
 def attach_views_db(con: Cursor) -> None:
@@ -136,21 +137,24 @@ class SpanTree:
     by_id: dict[str, SpanNode]
     start_ns: int
     end_ns: int
+    order: list[SpanNode] = field(default_factory=list[SpanNode])  # depth-first, every span expanded
 
 
 def span_tree(con: Cursor, bundle_id: int, flagged: set[str] | None = None,
               repeat_threshold: int = 3) -> SpanTree:
     """The run's spans as a tree ordered by start time, marked with errors, evidence and repeats."""
-    rows = con.execute("""
+    cur = con.execute("""
         SELECT span_id, parent_span_id, name, kind, CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT),
                status_code, coalesce(status_message, error_type), tool_name, input_hash
-        FROM spans WHERE bundle_id = ? ORDER BY start_ns, span_id""", [bundle_id]).fetchall()
+        FROM spans WHERE bundle_id = ? ORDER BY start_ns, span_id""", [bundle_id])
     by_id: dict[str, SpanNode] = {}
-    for r in rows:
-        node = SpanNode(span_id=r[0], parent_id=r[1], name=r[2] or "", kind=r[3] or "other",
-                        start_ns=int(r[4] or 0), end_ns=int(r[5] or r[4] or 0), status_code=int(r[6] or 0),
-                        error=r[7], tool=r[8], input_hash=r[9])
-        by_id.setdefault(node.span_id, node)
+    # in chunks: fetching holds the GIL, and the UI thread must get it back every few milliseconds
+    while rows := cur.fetchmany(FETCH_CHUNK):
+        for r in rows:
+            node = SpanNode(span_id=r[0], parent_id=r[1], name=r[2] or "", kind=r[3] or "other",
+                            start_ns=int(r[4] or 0), end_ns=int(r[5] or r[4] or 0),
+                            status_code=int(r[6] or 0), error=r[7], tool=r[8], input_hash=r[9])
+            by_id.setdefault(node.span_id, node)
     identities: dict[tuple[str, str], int] = {}
     for node in by_id.values():
         if node.kind == "tool" and node.tool:
@@ -163,14 +167,16 @@ def span_tree(con: Cursor, bundle_id: int, flagged: set[str] | None = None,
         node.flagged = node.span_id in (flagged or set())
         if node.kind == "tool" and node.tool:
             node.repeated = identities[(node.tool, node.input_hash or "")] >= repeat_threshold
+    order: list[SpanNode] = []
     stack = [(r, 0) for r in reversed(roots)]
     while stack:  # depth without recursion: traces can be deep
         node, depth = stack.pop()
         node.depth = depth
+        order.append(node)
         stack.extend((c, depth + 1) for c in reversed(node.children))
     lo = min((n.start_ns for n in by_id.values()), default=0)
     hi = max((n.end_ns for n in by_id.values()), default=0)
-    return SpanTree(roots=roots, by_id=by_id, start_ns=lo, end_ns=hi)
+    return SpanTree(roots=roots, by_id=by_id, start_ns=lo, end_ns=hi, order=order)
 
 
 def span_detail(con: Cursor, bundle_id: int, span_id: str) -> dict[str, Any] | None:

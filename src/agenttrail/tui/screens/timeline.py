@@ -30,6 +30,19 @@ def _node(row: Row) -> SpanNode:
     return row[2]
 
 
+class NodeSource:
+    """The shown spans; a row (name, duration, node) is made for the window on screen only."""
+
+    def __init__(self, nodes: list[SpanNode]) -> None:
+        self.nodes = nodes
+
+    def count(self) -> int:
+        return len(self.nodes)
+
+    def fetch(self, offset: int, limit: int) -> list[Row]:
+        return [(n.name, n.duration_ms, n) for n in self.nodes[offset:offset + limit]]
+
+
 class TimelineTable(VirtualTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "select", "Expand/collapse", show=False),
@@ -124,6 +137,8 @@ class TimelineView(Vertical):
     def _visible_nodes(self) -> list[SpanNode]:
         if self.trace is None:
             return []
+        if self.kind_filter == "all" and not self.collapsed:
+            return self.trace.order  # built with the tree, in the worker: no walk of a big trace here
         keep: set[str] | None = None
         if self.kind_filter != "all":
             keep = set()
@@ -148,9 +163,9 @@ class TimelineView(Vertical):
         current = self.table.current
         keep_id = focus_span or (_node(current).span_id if current else None)
         self.shown = self._visible_nodes()
-        rows = [(n.name, n.duration_ms, n) for n in self.shown]
-        index = next((i for i, n in enumerate(self.shown) if n.span_id == keep_id), 0)
-        self.table.set_source(self._columns(), ListSource(rows), cursor=index)
+        keep = self.trace.by_id.get(keep_id) if self.trace is not None and keep_id else None
+        index = next((i for i, n in enumerate(self.shown) if n is keep), 0) if keep is not None else 0
+        self.table.set_source(self._columns(), NodeSource(self.shown), cursor=index)
         self._update_bar()
 
     def _update_bar(self) -> None:
