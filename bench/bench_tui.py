@@ -3,9 +3,11 @@
 Measured with Pilot in one process (headless, 80×24), on a bundle from bench/gen_bundle.py
 (two events per span: ``--quick`` 50k events, else 1M):
 
-- first screen after the store is loaded: app start → overview interactive (detectors, run summary,
-  every view given its run), the store handed over already loaded. Target < 2 s at 1M events.
-- first screen from the cached store: the same, the loader re-opening the ``.duckdb`` cache. Target < 3 s.
+- first screen after the store is loaded: app constructed → overview painted with the run summary
+  (the findings pane says "analysing…"), the store handed over already loaded. Target < 2 s at 1M events.
+  Then: findings painted (the detectors done), every background read done (span tree, events, tool
+  calls), and the longest stall of the UI's event loop meanwhile (what a keypress waits for).
+- the same from the cached store: the loader re-opening the ``.duckdb`` cache. Target < 3 s.
 - events view ready: materializing the run's events in display order (a worker, behind a spinner).
 - page-down: one ``pagedown`` keypress answered (cursor moved, screen redrawn) at 0 %, 50 % and 99 % of
   the events table with the page cache cleared, against the same keypress in a 100-row table (the ratio
@@ -44,17 +46,40 @@ def _bundle(events: int) -> Path:
     return out
 
 
-async def _first_screen(paths: list[Path], loader: Any) -> tuple[float, Any]:
+async def _painted(app: Any) -> float:
+    """perf_counter time at which the next screen refresh has been done."""
+    done = asyncio.get_running_loop().create_future()
+    app.call_after_refresh(lambda: done.done() or done.set_result(time.perf_counter()))
+    return await done
+
+
+async def _first_screen(paths: list[Path], loader: Any) -> dict[str, float]:
+    """From constructing the app: overview painted; findings painted; the longest UI stall meanwhile.
+
+    A stall is how late a 10 ms timer on the UI's event loop fires: what a keypress would wait for.
+    It is sampled from the first screen until every background worker (detectors, then the span
+    tree, events and tool calls read ahead) is done.
+    """
     from agenttrail.tui.app import make_app
 
+    t0 = time.perf_counter()
     app = make_app(paths, loader=loader)
-    async with app.run_test(size=(80, 24)) as pilot:
-        t0 = time.perf_counter()
+    out: dict[str, float] = {}
+    async with app.run_test(size=(80, 24)):
         while app.loaded_at is None:
-            await asyncio.sleep(0.005)
-        await pilot.pause()
-        first = time.perf_counter() - t0
-    return first, app
+            await asyncio.sleep(0.002)
+        out["first_screen_s"] = await _painted(app) - t0
+        stall = 0.0
+        while app.analysed_at is None or any(w.is_running for w in app.workers):
+            if app.analysed_at is not None and "findings_s" not in out:
+                out["findings_s"] = await _painted(app) - t0
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            stall = max(stall, time.perf_counter() - t - 0.01)
+        out.setdefault("findings_s", await _painted(app) - t0)
+        out["background_done_s"] = time.perf_counter() - t0
+        out["max_ui_stall_ms"] = stall * 1000
+    return out
 
 
 async def _paging(paths: list[Path], loader: Any, repeats: int) -> dict[str, Any]:
@@ -134,6 +159,15 @@ async def _datatable(rows: int) -> float:
         return time.perf_counter() - t0
 
 
+def _named(phases: dict[str, float], how: str) -> dict[str, float]:
+    """first_screen_s -> first_screen_<how>_s, max_ui_stall_ms -> max_ui_stall_<how>_ms."""
+    out: dict[str, float] = {}
+    for key, value in phases.items():
+        stem, unit = key.rsplit("_", 1)
+        out[f"{stem}_{how}_{unit}"] = round(value, 3)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -153,20 +187,19 @@ def main() -> int:
         def preloaded(_paths: Any, _progress: Any) -> Any:
             return store
 
-        first_s, _ = asyncio.run(_first_screen([bundle], preloaded))
+        first = asyncio.run(_first_screen([bundle], preloaded))
 
         def cached(paths: Any, progress: Any) -> Any:
             s = open_store(paths, use_cache=True, cache_dir=Path(cache), progress=progress)
             assert s.from_cache, "the cache was not used"
             return s
 
-        first_cached_s, _ = asyncio.run(_first_screen([bundle], cached))
+        cached_first = asyncio.run(_first_screen([bundle], cached))
         paging = asyncio.run(_paging([bundle], cached, repeats))
     dt_s = asyncio.run(_datatable(dt_rows))
     result = {
         "events": n_events, "store_load_s": round(load_s, 3),
-        "first_screen_after_load_s": round(first_s, 3),
-        "first_screen_from_cache_s": round(first_cached_s, 3),
+        **_named(first, "after_load"), **_named(cached_first, "from_cache"),
         **{k: round(v, 3) if isinstance(v, float) else v for k, v in paging.items()},
         "datatable_rows": dt_rows, "datatable_ready_s": round(dt_s, 3),
         "datatable_s_per_1k_rows": round(dt_s / dt_rows * 1000, 4),
@@ -177,7 +210,7 @@ def main() -> int:
     for k, v in result.items():
         if k != "targets":
             print(f"{k:<{width}}  {v}")
-    ok = (first_s < 2.0 and first_cached_s < 3.0
+    ok = (first["first_screen_s"] < 2.0 and cached_first["first_screen_s"] < 3.0
           and max(paging[f"pagedown_{p}_app_work_ms"] for p in ("0%", "50%", "99%")) < 100)
     result["within_targets"] = ok
     print(f"{'within_targets':<{width}}  {ok}")
