@@ -455,44 +455,47 @@ def _derive(con: duckdb.DuckDBPyConnection) -> None:
         LEFT JOIN prices p ON p.prefix = best.prefix
     """)
     # Tool calls: one row per call, from spans, plus events whose span is missing, else tool_calls.csv.
+    # Each event's data is parsed once, for all its keys (a path list), not once per key.
     con.execute("""
         CREATE OR REPLACE TABLE tool_calls AS
         WITH fin AS (
-            SELECT bundle_id, run_id, data->>'call_id' AS call_id, span_id, ts, seq,
-                   data->>'status' AS status, data->>'error' AS error,
-                   TRY_CAST(data->>'exit_code' AS INTEGER) AS exit_code,
-                   TRY_CAST(data->>'latency_ms' AS DOUBLE) AS latency_ms, data
-            FROM events WHERE type = 'tool.finished'),
+            SELECT bundle_id, run_id, v[1] AS call_id, span_id, ts, seq, v[2] AS status, v[3] AS error,
+                   TRY_CAST(v[4] AS INTEGER) AS exit_code, TRY_CAST(v[5] AS DOUBLE) AS latency_ms,
+                   v[6] AS error_type, v[7] AS operation_id
+            FROM (SELECT *, json_extract_string(data, ['call_id', 'status', 'error', 'exit_code', 'latency_ms',
+                                                       'error_type', 'operation_id']) AS v
+                  FROM events WHERE type = 'tool.finished')),
         st AS (
-            SELECT bundle_id, run_id, data->>'call_id' AS call_id, span_id, ts, seq, data
-            FROM events WHERE type = 'tool.started'),
+            SELECT bundle_id, run_id, v[1] AS call_id, span_id, ts, seq, v[2] AS tool, v[3] AS input_hash,
+                   v[4] AS arguments, TRY_CAST(v[5] AS BOOLEAN) AS side_effect, v[6] AS idempotency_key,
+                   v[7] AS operation_id, v[8] AS worker_id
+            FROM (SELECT *, json_extract_string(data, ['call_id', 'tool', 'input_hash', 'arguments', 'side_effect',
+                                                       'idempotency_key', 'operation_id', 'worker_id']) AS v
+                  FROM events WHERE type = 'tool.started')),
         span_bundles AS (SELECT DISTINCT bundle_id FROM spans WHERE kind = 'tool'),
         event_bundles AS (SELECT DISTINCT bundle_id FROM st),
         from_spans AS (
             SELECT s.bundle_id, s.run_id, coalesce(s.tool_call_id, st.call_id, s.span_id) AS call_id,
-                   s.span_id, s.tool_name AS tool, coalesce(s.input_hash, st.data->>'input_hash') AS input_hash,
+                   s.span_id, s.tool_name AS tool, coalesce(s.input_hash, st.input_hash) AS input_hash,
                    s.tool_arguments AS arguments, s.start_ts AS ts, s.duration_ms AS latency_ms,
                    CASE WHEN s.status_code = 2 THEN 'error' ELSE coalesce(f.status, 'ok') END AS status,
                    coalesce(f.error, CASE WHEN s.status_code = 2 THEN s.status_message END) AS error,
-                   coalesce(s.error_type, f.data->>'error_type') AS error_type, f.exit_code,
-                   coalesce(s.side_effect, TRY_CAST(st.data->>'side_effect' AS BOOLEAN), false) AS side_effect,
-                   coalesce(s.idempotency_key, st.data->>'idempotency_key') AS idempotency_key,
-                   coalesce(f.data->>'operation_id', st.data->>'operation_id') AS operation_id,
-                   coalesce(s.worker_id, st.data->>'worker_id') AS worker_id,
+                   coalesce(s.error_type, f.error_type) AS error_type, f.exit_code,
+                   coalesce(s.side_effect, st.side_effect, false) AS side_effect,
+                   coalesce(s.idempotency_key, st.idempotency_key) AS idempotency_key,
+                   coalesce(f.operation_id, st.operation_id) AS operation_id,
+                   coalesce(s.worker_id, st.worker_id) AS worker_id,
                    st.seq AS seq_start, f.seq AS seq_end, s.start_ns, s.end_ns, 'span' AS source
             FROM spans s
             LEFT JOIN fin f ON f.bundle_id = s.bundle_id AND f.span_id = s.span_id
             LEFT JOIN st ON st.bundle_id = s.bundle_id AND st.span_id = s.span_id
             WHERE s.kind = 'tool'),
         from_events AS (
-            SELECT st.bundle_id, st.run_id, st.call_id, st.span_id, st.data->>'tool' AS tool,
-                   st.data->>'input_hash' AS input_hash, st.data->>'arguments' AS arguments,
+            SELECT st.bundle_id, st.run_id, st.call_id, st.span_id, st.tool, st.input_hash, st.arguments,
                    st.ts, coalesce(f.latency_ms, epoch_us(f.ts) / 1000.0 - epoch_us(st.ts) / 1000.0),
-                   coalesce(f.status, 'unfinished') AS status, f.error,
-                   f.data->>'error_type' AS error_type, f.exit_code,
-                   coalesce(TRY_CAST(st.data->>'side_effect' AS BOOLEAN), false),
-                   st.data->>'idempotency_key', coalesce(f.data->>'operation_id', st.data->>'operation_id'),
-                   st.data->>'worker_id', st.seq, f.seq,
+                   coalesce(f.status, 'unfinished') AS status, f.error, f.error_type, f.exit_code,
+                   coalesce(st.side_effect, false), st.idempotency_key,
+                   coalesce(f.operation_id, st.operation_id), st.worker_id, st.seq, f.seq,
                    epoch_us(st.ts) * 1000, epoch_us(coalesce(f.ts, st.ts)) * 1000, 'event'
             FROM st LEFT JOIN fin f USING (bundle_id, call_id)
             -- calls recorded by events whose span is not in the trace: a killed worker's last spans,
