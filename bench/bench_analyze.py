@@ -7,7 +7,13 @@ kept in build/bench/), then measures, each in a fresh process so peak RSS is per
   resourceSpans → scopeSpans → spans into a table of one row per span;
 - analyze: ``agenttrail analyze BUNDLE --format json --no-cache`` (load spans + events, derive, all
   detectors, JSON out);
-- cached: the first ``analyze`` with the cache writes it; the second re-opens from it (timed).
+- first: ``agenttrail analyze BUNDLE --format json``, as a user runs it the first time: the same load,
+  then the store is written to the cache (timed: what the cache costs the first run);
+- cached: the second ``analyze`` re-opens the store from that cache (timed).
+
+Each process's CPU seconds (user + sys, from its rusage) are recorded beside its wall time. The machine
+is shared, so wall times move with the other processes on it; the CPU ratio (analyze CPU / baseline
+CPU) is the steadier measure of how much work the store does compared to the plain read.
 
 Targets (issue 5): analyze ≤ 1.0× baseline, peak RSS < 3 GB, re-open from cache < 2 s at 1M spans.
 Results: a table on stdout and build/bench/bench_analyze.json. ``--quick`` uses 10k and 50k spans.
@@ -53,8 +59,8 @@ print(json.dumps({"import": t1 - t0, **store.timings, "detectors": t3 - t2}))
 """
 
 
-def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS bytes, stdout) of one child process, from its own rusage."""
+def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, stdout, CPU seconds) of one child process, from its own rusage."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
@@ -66,7 +72,7 @@ def _measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, 
     proc.returncode = code
     if code not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({code}):\n{err.decode()}")
-    return wall, usage.ru_maxrss * 1024, out.decode()
+    return wall, usage.ru_maxrss * 1024, out.decode(), usage.ru_utime + usage.ru_stime
 
 
 def bundle(spans: int) -> Path:
@@ -92,17 +98,19 @@ def main() -> int:
     cli = [str(Path(py).parent / "agenttrail")]
     results = []
     print(f"{'spans':>9} {'events':>9} {'trace MB':>9} {'read_ndjson s':>14} {'analyze s':>10} "
-          f"{'ratio':>6} {'RSS MB':>8} {'baseline RSS':>13} {'cache s':>8}   breakdown (s)", flush=True)
+          f"{'ratio':>6} {'cpu ratio':>9} {'RSS MB':>8} {'baseline RSS':>13} {'first s':>8} {'cache s':>8}"
+          f"   breakdown (s)", flush=True)
     for n in sizes:
         b = bundle(n)
         trace = b / "trace.jsonl"
-        base_s, base_rss, base_out = _measure([py, "-c", NAIVE, str(trace)])
+        base_s, base_rss, base_out, base_cpu = _measure([py, "-c", NAIVE, str(trace)])
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "AGENTTRAIL_CACHE_DIR": cache}
-            an_s, an_rss, an_out = _measure([*cli, "analyze", str(b), "--format", "json", "--no-cache"], env)
-            _measure([*cli, "analyze", str(b), "--format", "json"], env)  # writes the cache
-            cached_s, cached_rss, cached_out = _measure([*cli, "analyze", str(b), "--format", "json"], env)
-            _, _, parts_out = _measure([py, "-c", BREAKDOWN, str(b)], env)
+            an_s, an_rss, an_out, an_cpu = _measure([*cli, "analyze", str(b), "--format", "json", "--no-cache"],
+                                                    env)
+            first_s, _, _, _ = _measure([*cli, "analyze", str(b), "--format", "json"], env)  # writes the cache
+            cached_s, cached_rss, cached_out, _ = _measure([*cli, "analyze", str(b), "--format", "json"], env)
+            _, _, parts_out, _ = _measure([py, "-c", BREAKDOWN, str(b)], env)
         parts = {k: round(v, 3) for k, v in json.loads(parts_out).items()}
         doc = json.loads(an_out)
         cached_findings = json.loads(cached_out)["findings"]
@@ -114,14 +122,17 @@ def main() -> int:
         loop = next(f for f in doc["findings"] if f["code"] == "retry_loop")
         row = {"spans": int(base_out.strip()), "events": run["events"], "trace_mb": round(trace.stat().st_size / 1e6, 1),
                "baseline_read_ndjson_s": round(base_s, 3), "baseline_rss_mb": round(base_rss / 1e6, 1),
-               "analyze_s": round(an_s, 3), "analyze_rss_mb": round(an_rss / 1e6, 1),
-               "ratio_to_baseline": round(an_s / base_s, 3), "cached_analyze_s": round(cached_s, 3),
+               "baseline_cpu_s": round(base_cpu, 3),
+               "analyze_s": round(an_s, 3), "analyze_rss_mb": round(an_rss / 1e6, 1), "analyze_cpu_s": round(an_cpu, 3),
+               "ratio_to_baseline": round(an_s / base_s, 3), "cpu_ratio_to_baseline": round(an_cpu / base_cpu, 3),
+               "first_analyze_with_cache_write_s": round(first_s, 3), "cached_analyze_s": round(cached_s, 3),
                "cached_rss_mb": round(cached_rss / 1e6, 1), "retry_loop_iterations": loop["iterations"],
                "findings": len(doc["findings"]), "breakdown_s": parts}
         assert row["spans"] == run["spans"], (row["spans"], run["spans"])
         results.append(row)
         print(f"{row['spans']:>9} {row['events']:>9} {row['trace_mb']:>9} {base_s:>14.2f} {an_s:>10.2f} "
-              f"{an_s / base_s:>6.2f} {an_rss / 1e6:>8.0f} {base_rss / 1e6:>13.0f} {cached_s:>8.2f}   "
+              f"{an_s / base_s:>6.2f} {an_cpu / base_cpu:>9.2f} {an_rss / 1e6:>8.0f} {base_rss / 1e6:>13.0f} "
+              f"{first_s:>8.2f} {cached_s:>8.2f}   "
               + " ".join(f"{k}={v:.2f}" for k, v in parts.items()), flush=True)
     (OUT / "bench_analyze.json").write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}, "results": results}, indent=2))
