@@ -14,6 +14,8 @@ Measured with Pilot in one process (headless, 80×24), on a bundle from bench/ge
   is the cost of size; the absolute time includes Pilot's own round trips, ~150 ms on a loaded 2-core
   machine), and the app's own work for it (action + DuckDB window + 24 lines rendered).
   Target < 100 ms at any position for the app's work.
+- timeline: the span tree ready after pressing ``2``, and the app's own work for ``e`` (next error),
+  ``-`` (collapse all) and ``+`` (expand all) on the whole trace.
 - baseline: Textual's DataTable with N rows (``add_rows``) until ready, against the VirtualTable with
   all the events: the reason the tables are virtual.
 
@@ -120,6 +122,24 @@ async def _paging(paths: list[Path], loader: Any, repeats: int) -> dict[str, Any
                 work.append(time.perf_counter() - t)
             out[f"pagedown_{label}_ms"] = statistics.median(samples) * 1000
             out[f"pagedown_{label}_app_work_ms"] = statistics.median(work) * 1000
+        # the timeline of the whole trace (read ahead in the background by now, or read on opening)
+        from agenttrail.tui.screens.timeline import TimelineView
+
+        t0 = time.perf_counter()
+        await pilot.press("2")
+        timeline = app.query_one(TimelineView)
+        while timeline.trace is None:
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        out["timeline_ready_s"] = time.perf_counter() - t0
+        out["timeline_spans"] = len(timeline.shown)
+        for label, action in (("next_error", lambda: timeline.action_next_error(1)),
+                              ("collapse_all", timeline.action_collapse_all),
+                              ("expand_all", timeline.action_expand_all)):
+            t = time.perf_counter()
+            action()  # the app's own work for the key (the UI thread is busy for this long)
+            out[f"timeline_{label}_app_work_ms"] = (time.perf_counter() - t) * 1000
+            await pilot.pause()
         # the same keypress on a 100-row in-memory table: the floor of Pilot + Textual
         from agenttrail.tui.widgets.vtable import Column, ListSource
 

@@ -247,10 +247,10 @@ class TimelineView(Vertical):
         self.app.notify("none in the visible spans", timeout=2)
 
     def action_next_error(self, direction: int) -> None:
-        if self.trace is not None:
+        if self.trace is not None and (self.collapsed or self.kind_filter != "all"):
             # errors inside collapsed subtrees count too: open the path to the next one
-            hidden = [n for n in self.trace.by_id.values()
-                      if n.failed and n.span_id not in {v.span_id for v in self.shown}]
+            shown = {v.span_id for v in self.shown}
+            hidden = [n for n in self.trace.by_id.values() if n.failed and n.span_id not in shown]
             for n in hidden:
                 cur = self.trace.by_id.get(n.parent_id) if n.parent_id else None
                 while cur is not None:
