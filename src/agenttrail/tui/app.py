@@ -1,7 +1,9 @@
 """The agenttrail TUI: open bundles over SSH and find the failure in a minute.
 
 ``make_app(paths)`` is the one factory used by the CLI, the tests and the benchmark. The store is loaded
-in a thread worker behind a progress screen; every later DuckDB read that can take long (materializing
+in a thread worker behind a progress screen; the first screen (the run summary) follows at once, the
+detectors then run in a worker of their own and fill in the findings, and only after them the other tabs
+read ahead (a tab opened earlier reads at once). Every later DuckDB read that can take long (materializing
 a filtered million-row list, a search, a SQL query) also runs in a worker with its own cursor, and one
 ``Worker.StateChanged`` handler turns any error into an error modal (the Harlequin pattern).
 """
