@@ -1,4 +1,4 @@
-"""The first screen does not wait for the detectors: "analysing…", then the findings; quitting meanwhile."""
+"""The first screen does not wait for the detectors: "analysing…", then the findings; quit or crash meanwhile."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from textual.widgets import Label, Static
 from agenttrail.detect.finding import DetectorFailure, Finding
 from agenttrail.store import Store
 from agenttrail.tui.app import default_detect, make_app
+from agenttrail.tui.screens.modals import ErrorModal
 from agenttrail.tui.screens.timeline import TimelineView
 from agenttrail.tui.widgets.vtable import VirtualTable
 
-from .conftest import settle
+from .conftest import settle, settle_failed
 
 pytestmark = pytest.mark.anyio
 
@@ -119,3 +120,20 @@ async def test_quit_while_the_detectors_run(fixture_bundle: Path) -> None:
     # cancelled on quit: the detectors stop before the first one runs, and nothing is posted back
     assert gate.result == ([], [])
     assert app.analysed_at is None
+
+
+async def test_detectors_crashing_leave_a_usable_screen(fixture_bundle: Path) -> None:
+    def crash(_store: Store) -> tuple[list[Finding], list[DetectorFailure]]:
+        raise ValueError("entry point agenttrail.detectors is broken")
+
+    app = make_app([fixture_bundle], detect=crash)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _first_screen(pilot)
+        await settle_failed(pilot)
+        assert isinstance(app.screen, ErrorModal)
+        assert app.screen.message == "ValueError: entry point agenttrail.detectors is broken"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert _label(app, "#findings-title") == "Findings (0) · 1 detector(s) failed: detectors"
+        # the other tabs are read all the same
+        assert app.query_one("#tool-table", VirtualTable).row_count == 14
