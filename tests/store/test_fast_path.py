@@ -49,3 +49,20 @@ def test_first_line_longer_than_the_sniffed_head_still_loads(tmp_path: Path) -> 
     got = store.sql("SELECT span_id, length(resource['service.name']) FROM spans ORDER BY span_id")
     store.close()
     assert got == [("01", 70_000), ("02", 70_000)]
+
+
+def test_lines_longer_than_the_default_json_buffer_still_load_in_one_pass(tmp_path: Path) -> None:
+    """Reads start with DuckDB's 16 MiB object size (parallel, small buffers) and retry at 1 GiB."""
+    big = "y" * 34_000_000  # past DuckDB's 16 MiB maximum_object_size and its 32 MiB first buffer
+    (tmp_path / "trace.jsonl").write_text(_line("01", None) + _line("02", [("blob", {"stringValue": big})]))
+    events = [{"seq": 1, "ts": "2026-01-01T00:00:00Z", "run_id": "r", "type": "note", "data": {"text": big}},
+              {"seq": 2, "ts": "2026-01-01T00:00:01Z", "run_id": "r", "type": "note", "data": {}}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    store = open_store([tmp_path])
+    spans = store.sql("SELECT span_id, lineno, length(resource['blob']) FROM spans ORDER BY span_id")
+    got_events = store.sql("SELECT seq, lineno, length(data->>'text') FROM events ORDER BY seq")
+    warnings = store.sql("SELECT * FROM load_warnings WHERE file <> 'manifest.json'")
+    store.close()
+    assert spans == [("01", None, None), ("02", None, 34_000_000)]  # lineno NULL: the one-pass read
+    assert got_events == [(1, None, 34_000_000), (2, None, None)]
+    assert warnings == []

@@ -103,7 +103,8 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     store = Store(con=con, bundles=bundles)
     con.execute(SCHEMA)
     # the spans table takes its columns from the same SELECT that fills it
-    con.execute(f"CREATE TABLE spans AS {_sql.typed_spans(_sql.raw_spans_fast('auto'))}",
+    empty = _sql.typed_spans(_sql.raw_spans_fast('auto')).replace(_sql.MAX_OBJECT, str(_sql.OBJECT_SIZE))
+    con.execute(f"CREATE TABLE spans AS {empty}",
                 {"file": _empty_trace_file(), "head": "", "bundle_id": 0, "run_id": ""})
     pricing.create_table(con, price_rows)
     steps = len(bundles) * 4 + 1
@@ -144,11 +145,20 @@ def _warn_bad_lines(con: duckdb.DuckDBPyConnection, bundle_id: int, table: str, 
 
 def _fast_or_careful(con: duckdb.DuckDBPyConnection, fast: str,
                      fast_params: Sequence[Any] | dict[str, Any], careful: Callable[[], None]) -> None:
-    """Run the one-pass read; when the file has a damaged line, fall back to the line-by-line read."""
-    try:
-        con.execute(fast, fast_params if isinstance(fast_params, dict) else list(fast_params))
-    except (duckdb.InvalidInputException, duckdb.ConversionException):
-        careful()
+    """Run the one-pass read; when the file has a damaged line, fall back to the line-by-line read.
+
+    ``fast`` reads with ``maximum_object_size={max_object}``: DuckDB's default first (parallel, small
+    buffers), then 1 GiB when a line (or the one document of a trace.json) is longer than that.
+    """
+    params = fast_params if isinstance(fast_params, dict) else list(fast_params)
+    for size in (_sql.OBJECT_SIZE, _sql.LARGE_OBJECT_SIZE):
+        try:
+            con.execute(fast.replace(_sql.MAX_OBJECT, str(size)), params)
+            return
+        except (duckdb.InvalidInputException, duckdb.ConversionException) as e:
+            if "maximum_object_size" not in str(e) or size == _sql.LARGE_OBJECT_SIZE:
+                break
+    careful()
 
 
 _EVENT_SELECT = """
@@ -180,7 +190,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, ev: Path) 
         INSERT INTO events {_EVENT_SELECT}
         FROM (SELECT *, NULL::BIGINT AS lineno
               FROM read_json(?, columns={_sql.EVENT_COLUMNS}, format='newline_delimited',
-                             maximum_object_size=1073741824))
+                             maximum_object_size={_sql.MAX_OBJECT}))
     """, [bid, b.run_id, str(ev)], careful)
     incomplete = "bundle_id = ? AND (seq IS NULL OR ts IS NULL OR type IS NULL)"
     row = con.execute(f"SELECT count(*) FROM events WHERE {incomplete} AND lineno IS NULL", [bid]).fetchone()
@@ -262,7 +272,7 @@ def _load_checkpoints(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, path:
         INSERT INTO checkpoints {select}
         FROM (SELECT *, row_number() OVER () AS lineno
               FROM read_json(?, columns={_sql.CHECKPOINT_COLUMNS}, format='newline_delimited',
-                             maximum_object_size=1073741824))""", [bid, b.run_id, str(path)], careful)
+                             maximum_object_size={_sql.MAX_OBJECT}))""", [bid, b.run_id, str(path)], careful)
 
 
 def _load_tool_calls_csv(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, csv_path: Path) -> None:
