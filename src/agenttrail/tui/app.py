@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,13 +26,21 @@ from textual.binding import Binding, BindingType
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import NoActiveWorker, Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from ..detect.finding import DetectorFailure, Finding
 from ..errors import AgenttrailError
 from ..store import Store
 from ._text import literal
-from .context import JumpToEvidence, JumpToSeq, JumpToSpan, RunContext, ShowDetail, in_thread
+from .context import (
+    JumpToEvidence,
+    JumpToSeq,
+    JumpToSpan,
+    RunContext,
+    ShowDetail,
+    in_thread,
+    worker_cancelled,
+)
 from .data import Cursor, RunInfo, prepare, runs
 from .screens.events import EventsView
 from .screens.modals import ErrorModal, HelpScreen, RunPicker
@@ -72,20 +81,13 @@ def default_detect(store: Store) -> tuple[list[Finding], list[DetectorFailure]]:
     findings: list[Finding] = []
     failures: list[DetectorFailure] = []
     for code in available():
-        if _cancelled():
+        if worker_cancelled():
             break
         analysis = run_detectors(store, [code])
         findings.extend(analysis.findings)
         failures.extend(analysis.failures)
     findings.sort(key=lambda f: (-severity_rank(f.severity), f.bundle_id or 0, f.code))
     return findings, failures
-
-
-def _cancelled() -> bool:
-    try:
-        return get_current_worker().is_cancelled
-    except NoActiveWorker:
-        return False
 
 
 class LoadingScreen(Screen[None]):
@@ -190,7 +192,7 @@ class AgentTrailApp(App[int]):
         store = prepare(self.loader(self.paths, progress))
         self.call_from_thread(self._step, 1)
         run_list = runs(store.con)
-        if not get_current_worker().is_cancelled:
+        if not worker_cancelled():
             self.call_from_thread(self._loaded, store, run_list)
 
     def _loaded(self, store: Store, run_list: list[RunInfo]) -> None:
@@ -374,6 +376,7 @@ class AgentTrailApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
+        gc.unfreeze()  # the span trees frozen by data.gc_deferred: collectable again
         if self.store is not None:
             # a worker may still be reading on its own cursor (quit while a big list materializes);
             # DuckDB then refuses to close, and the process is leaving anyway

@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from textual.app import App
 from textual.message import Message
 from textual.widget import Widget
-from textual.worker import Worker, get_current_worker
+from textual.worker import NoActiveWorker, Worker, get_current_worker
 
 from ..detect.finding import DetectorFailure, Finding
 from ..store import Store
@@ -41,6 +41,14 @@ class RunContext:
         return {s for f in self.findings or [] for s in f.evidence.span_ids}
 
 
+def worker_cancelled() -> bool:
+    """In a worker thread: has the worker been cancelled (quit, a newer request)? Outside one: False."""
+    try:
+        return get_current_worker().is_cancelled
+    except NoActiveWorker:
+        return False
+
+
 def in_thread(app: App[Any], store: Store, fn: Callable[[Cursor], T], done: Callable[[T], None], *,
               group: str, description: str) -> Worker[None]:
     """Run ``fn`` on a thread with its own DuckDB cursor; ``done(result)`` on the UI thread.
@@ -55,7 +63,7 @@ def in_thread(app: App[Any], store: Store, fn: Callable[[Cursor], T], done: Call
             result = fn(cur)
         finally:
             cur.close()
-        if not get_current_worker().is_cancelled:
+        if not worker_cancelled():
             app.call_from_thread(done, result)
 
     return app.run_worker(job, name=description, group=group, thread=True, exclusive=True,

@@ -9,9 +9,11 @@ tool calls) are *materialized* once per filter/sort into a table of the in-memor
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,8 +143,11 @@ class SpanTree:
 
 
 def span_tree(con: Cursor, bundle_id: int, flagged: set[str] | None = None,
-              repeat_threshold: int = 3) -> SpanTree:
-    """The run's spans as a tree ordered by start time, marked with errors, evidence and repeats."""
+              repeat_threshold: int = 3, should_stop: Callable[[], bool] = lambda: False) -> SpanTree:
+    """The run's spans as a tree ordered by start time, marked with errors, evidence and repeats.
+
+    ``should_stop`` is asked between chunks of rows: when it says so the tree is left empty.
+    """
     cur = con.execute("""
         SELECT span_id, parent_span_id, name, kind, CAST(start_ns AS BIGINT), CAST(end_ns AS BIGINT),
                status_code, coalesce(status_message, error_type), tool_name, input_hash
@@ -150,6 +155,8 @@ def span_tree(con: Cursor, bundle_id: int, flagged: set[str] | None = None,
     by_id: dict[str, SpanNode] = {}
     # in chunks: fetching holds the GIL, and the UI thread must get it back every few milliseconds
     while rows := cur.fetchmany(FETCH_CHUNK):
+        if should_stop():
+            return SpanTree(roots=[], by_id={}, start_ns=0, end_ns=0)
         for r in rows:
             node = SpanNode(span_id=r[0], parent_id=r[1], name=r[2] or "", kind=r[3] or "other",
                             start_ns=int(r[4] or 0), end_ns=int(r[5] or r[4] or 0),
@@ -177,6 +184,27 @@ def span_tree(con: Cursor, bundle_id: int, flagged: set[str] | None = None,
     lo = min((n.start_ns for n in by_id.values()), default=0)
     hi = max((n.end_ns for n in by_id.values()), default=0)
     return SpanTree(roots=roots, by_id=by_id, start_ns=lo, end_ns=hi, order=order)
+
+
+@contextmanager
+def gc_deferred(freeze: Callable[[], bool] = lambda: True) -> Generator[None]:
+    """Build a big, long-lived object graph (a 500k-span tree) without Python's cyclic GC.
+
+    Each full collection while the nodes pile up scans all of them with the GIL held: the UI thread
+    stalled up to 150 ms at a time, and the build took 3.0 s instead of 1.8 s at 500k spans. After the
+    build the objects are frozen (``gc.freeze``) so later collections skip them too; they are still
+    freed by reference counting when the tree is dropped (it has no cycles). ``gc.unfreeze()`` when the
+    app closes hands everything back to the collector; ``freeze`` says no when the result is dropped.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze():
+            gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def span_detail(con: Cursor, bundle_id: int, span_id: str) -> dict[str, Any] | None:

@@ -12,8 +12,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from .._text import clip, one_line
-from ..context import JumpToSeq, RunContext, ShowDetail, in_thread
-from ..data import Cursor, SpanNode, SpanTree, span_detail, span_tree
+from ..context import JumpToSeq, RunContext, ShowDetail, in_thread, worker_cancelled
+from ..data import Cursor, SpanNode, SpanTree, gc_deferred, span_detail, span_tree
 from ..widgets.detail import fields_table, pretty_json
 from ..widgets.vtable import Column, ListSource, Row, VirtualTable
 
@@ -334,7 +334,8 @@ class TimelineView(Vertical):
 
 
 def _tree_job(cur: Cursor, *, bundle_id: int, flagged: set[str]) -> SpanTree:
-    return span_tree(cur, bundle_id, flagged)
+    with gc_deferred(freeze=lambda: not worker_cancelled()):
+        return span_tree(cur, bundle_id, flagged, should_stop=worker_cancelled)
 
 
 def _fmt_ms(value: Any) -> str:
