@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agenttrail.store import open_store
 
 
-def _line(span_id: str, resource: list[tuple[str, dict[str, object]]] | None) -> str:
+def _line(span_id: str, resource: Sequence[tuple[str, Mapping[str, object]]] | None) -> str:
     span = {"traceId": "AB", "spanId": span_id, "name": "node act", "startTimeUnixNano": "1",
             "endTimeUnixNano": "2", "attributes": [{"key": "k", "value": {"stringValue": span_id}}]}
     rs: dict[str, object] = {"scopeSpans": [{"scope": {"name": "s"}, "spans": [span]}]}
