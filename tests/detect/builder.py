@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agenttrail.bundle.otlp import key_values
+
 T0 = datetime(2026, 5, 26, 10, 0, 0, tzinfo=UTC)
 
 
@@ -26,16 +28,6 @@ def ns(seconds: float) -> int:
 
 def input_hash(args: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(args, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    return {"stringValue": str(v)}
 
 
 class BundleBuilder:
@@ -70,7 +62,7 @@ class BundleBuilder:
         s: dict[str, Any] = {
             "traceId": self.trace_id, "spanId": span_id, "name": name, "kind": kind,
             "startTimeUnixNano": str(ns(start)), "endTimeUnixNano": str(ns(end)),
-            "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+            "attributes": key_values(attrs),
             "status": {"code": status, "message": message} if status else {}}
         if parent:
             s["parentSpanId"] = parent

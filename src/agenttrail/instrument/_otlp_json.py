@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from ..bundle.otlp import any_value, key_values
+
+__all__ = ["any_value", "document_prefix", "key_values", "span_dict"]
+
 # SDK SpanKind enum (INTERNAL=0 ...) → OTLP enum (UNSPECIFIED=0, INTERNAL=1, SERVER=2, CLIENT=3, ...).
 _KIND_OFFSET = 1
-
-
-def any_value(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, bytes):
-        return {"stringValue": value.decode("utf-8", "replace")}
-    if isinstance(value, Sequence):
-        return {"arrayValue": {"values": [any_value(v) for v in value]}}
-    return {"stringValue": str(value)}
-
-
-def key_values(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    if not attributes:
-        return []
-    return [{"key": k, "value": any_value(v)} for k, v in attributes.items()]
 
 
 def span_dict(span: ReadableSpan) -> dict[str, Any]:

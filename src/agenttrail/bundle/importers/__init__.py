@@ -25,6 +25,7 @@ from ...errors import BundleError, BundleFormatError
 from .. import model
 from .._scrub import scrub_block
 from ..model import LoadWarning, WarningSink, sha256_file
+from ..otlp import key_values
 from . import jaeger, otlp_json
 from .conventions import Tally, convention_of, conversation_id, genai_additions, is_pending_placeholder
 
@@ -153,7 +154,7 @@ def _enrich(doc: dict[str, Any], tally: Tally, extent: _Extent) -> int:
                 tally.conventions[convention_of(attrs, scope_name)] += 1
                 add = genai_additions(attrs)
                 if add:
-                    span["attributes"] += [{"key": k, "value": _any(v)} for k, v in add.items()]
+                    span["attributes"] += key_values(add)
                     attrs = {**attrs, **add}
                 rid = conversation_id(attrs)
                 if rid:
@@ -167,16 +168,6 @@ def _enrich(doc: dict[str, Any], tally: Tally, extent: _Extent) -> int:
             ss["spans"] = spans
             kept += len(spans)
     return kept
-
-
-def _any(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    return {"stringValue": str(v)}
 
 
 
