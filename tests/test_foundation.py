@@ -38,6 +38,10 @@ def test_demo_bundle_has_the_contract_files(demo_bundle: Path) -> None:
     assert m["redaction"]["content_capture"] == "SPAN_AND_EVENT"
     assert m["redaction"]["secrets_scrubbed"] >= 1  # the demo workspace's .env key
     assert set(m["files"]) >= {"events.jsonl", "trace.jsonl", "tool_calls.csv", "env.txt"}
+    # content capture is on in the demo, so each inference's details event is kept as OTLP/JSON
+    logs = [json.loads(x) for x in (demo_bundle / "logs.jsonl").read_text().splitlines()]
+    assert [d["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["eventName"] for d in logs] == [
+        "gen_ai.client.inference.operation.details"] * 31
     header = (demo_bundle / "tool_calls.csv").read_text().splitlines()[0]
     assert header.startswith("ts,tool,input_hash,latency_ms,status,error")
 

@@ -28,7 +28,7 @@ def test_demo_bundle_verifies(demo_bundle: Path) -> None:
     assert lines[0] == f"bundle {demo_bundle} (run s_123)"
     assert lines[1:] == [
         "  ok       manifest.json schema",
-        "  ok       9 files match their manifest hashes",
+        "  ok       10 files match their manifest hashes",
         "  ok       trace.jsonl: 93 spans in 93 document(s), ids well-formed",
         "  ok       159 events, seq strictly increasing",
         "  ok       every event's span_id is in the trace",

@@ -86,3 +86,34 @@ def test_early_context_handoff_is_context_pressure(telemetry: Telemetry, tmp_pat
     found = _findings(r.bundle_path, "context_pressure")
     assert [f["code"] for f in found] == ["context_pressure"]
     assert "15%" in found[0]["summary"]
+
+
+def test_genai_log_events_are_spooled_into_logs_jsonl(telemetry: Telemetry, tmp_path: Path) -> None:
+    """The bundle keeps the run's GenAI log events (here the exception event of a failed inference) as
+    OTLP/JSON; the run events mirrored as logs are not duplicated (events.jsonl holds them)."""
+
+    class Overloaded(Exception):
+        status_code = 529
+
+    @at.llm(provider="anthropic", model="claude-sonnet-4")
+    def think(prompt: str) -> dict:
+        raise Overloaded("overloaded, try again (key sk-ant-" + "a" * 30 + ")")
+
+    with at.run("w5", agent_name="a", workspace=tmp_path) as r:
+        try:
+            think("hi")
+        except Overloaded:
+            r.fail("model overloaded", type="model_error")
+    lines = [json.loads(x) for x in (r.bundle_path / "logs.jsonl").read_text().splitlines()]
+    assert len(lines) == 1
+    (record,) = lines[0]["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert record["eventName"] == "gen_ai.client.operation.exception"
+    assert record["severityText"] == "WARN"
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in record["attributes"]}
+    assert attrs["exception.type"].endswith("Overloaded")
+    assert attrs["exception.message"] == "overloaded, try again (key [REDACTED:anthropic_key])"
+    assert attrs["agenttrail.run.id"] == "w5"
+    chat = telemetry.span("chat claude-sonnet-4")
+    assert record["spanId"] == format(chat.context.span_id, "016x")
+    manifest = json.loads((r.bundle_path / "manifest.json").read_text())
+    assert "logs.jsonl" in manifest["files"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
@@ -142,6 +143,7 @@ class Spool:
         self.trace = _RotatingLines(directory / "trace.jsonl", max_file_bytes, max_files)
         self._seq = last_seq(directory)
         self._prefixes: dict[int, tuple[str, str]] = {}
+        self.logs: _RotatingLines | None = None  # created by the first log record
 
     def write_event(self, record: dict[str, Any]) -> int:
         """Assign the next ``seq`` and append the event; returns the seq."""
@@ -162,6 +164,40 @@ class Spool:
                 self._prefixes[key] = around
             self.trace.write(around[0] + body + around[1])
 
+    def write_log(self, record: ReadWriteLogRecord) -> None:
+        """Append one log record as an OTLP/JSON ExportLogsServiceRequest line (logs.jsonl)."""
+        lr = record.log_record
+        body: dict[str, Any] = {
+            "timeUnixNano": str(lr.timestamp or lr.observed_timestamp or 0),
+            "observedTimeUnixNano": str(lr.observed_timestamp or 0),
+            "attributes": _otlp_json.key_values(lr.attributes),
+        }
+        if lr.severity_number is not None:
+            body["severityNumber"] = lr.severity_number.value
+        if lr.severity_text:
+            body["severityText"] = lr.severity_text
+        if lr.body is not None:
+            body["body"] = _otlp_json.any_value(lr.body)
+        if lr.event_name:
+            body["eventName"] = lr.event_name
+        if lr.trace_id:
+            body["traceId"] = format(lr.trace_id, "032x")
+        if lr.span_id:
+            body["spanId"] = format(lr.span_id, "016x")
+        scope = record.instrumentation_scope
+        doc = {"resourceLogs": [{
+            "resource": {"attributes": _otlp_json.key_values(
+                record.resource.attributes if record.resource else None)},
+            "scopeLogs": [{"scope": {"name": scope.name if scope else "",
+                                     "version": (scope.version or "") if scope else ""},
+                           "logRecords": [body]}]}]}
+        line = json.dumps(doc, separators=(",", ":"), default=str)
+        if self.logs is None:
+            self.logs = _RotatingLines(self.directory / "logs.jsonl", self.events.max_bytes,
+                                       self.events.max_files)
+        with self.logs.lock:
+            self.logs.write(line)
+
     @property
     def dropped_files(self) -> int:
         return self.events.dropped_files + self.trace.dropped_files
@@ -174,6 +210,40 @@ class Spool:
         _writer.drain()
         self.events.close()
         self.trace.close()
+        if self.logs is not None:
+            self.logs.close()
+
+
+class RecorderLogProcessor(LogRecordProcessor):
+    """Spools a run's OpenTelemetry log records that events.jsonl does not already hold.
+
+    Run events are mirrored as log records (``agenttrail.event.type``); those are skipped. What is
+    kept: the GenAI exception and inference-details events and any log record carrying the run id.
+    """
+
+    def __init__(self, recorder: RecorderProcessor) -> None:
+        self._recorder = recorder
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        attrs = log_record.log_record.attributes or {}
+        run_id = attrs.get(names.RUN_ID)
+        if run_id is None or names.EVENT_TYPE in attrs:
+            return
+        spool = self._recorder.spool_for(str(run_id))
+        if spool is None:
+            return
+        try:
+            spool.write_log(log_record)
+        except Exception:  # noqa: BLE001 - never raise into the SDK / user code
+            from ._runtime import internal_error
+
+            internal_error("spooling a log record")
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
 
 
 def _current_run_var() -> Any:
@@ -204,6 +274,9 @@ class RecorderProcessor(SpanProcessor):
     def attach(self, run_id: str, spool: Spool) -> None:
         with self._lock:
             self._spools[run_id] = spool
+
+    def spool_for(self, run_id: str) -> Spool | None:
+        return self._spools.get(run_id)
 
     def detach(self, run_id: str) -> None:
         with self._lock:

@@ -213,6 +213,14 @@ def _attach_recorder(s: State) -> None:
     if isinstance(provider, SdkTracerProvider):
         provider.add_span_processor(s.recorder)
         s.recorder_attached = True
+        # the run's GenAI log events (exceptions, inference details) go to the spool's logs.jsonl
+        from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+
+        from ._recorder import RecorderLogProcessor
+
+        log_provider = _logs.get_logger_provider()
+        if isinstance(log_provider, SdkLoggerProvider):
+            log_provider.add_log_record_processor(RecorderLogProcessor(s.recorder))
 
 
 Protocol = Literal["http/protobuf", "grpc"]
