@@ -70,7 +70,7 @@ async def test_sql(fixture_bundle: Path) -> None:
         await pilot.press("5")
         app.query_one(SqlView).clock = lambda: 0.0
         app.query_one(SqlView).run_sql("SELECT kind, count(*) AS spans, round(sum(duration_ms), 1) AS ms\n"
-                                        "FROM spans GROUP BY kind ORDER BY spans DESC")
+                                        "FROM spans GROUP BY kind ORDER BY spans DESC, kind")
         await settle(pilot)
         assert_snapshot(app, "sql")
 
