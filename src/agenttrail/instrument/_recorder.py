@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextvars
 import json
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanKind, Status
 
 from .. import names
 from ..bundle.spool import last_seq
@@ -50,6 +55,25 @@ class _RotatingLines:
         if self._size >= self.max_bytes:
             self._rotate()
 
+    def write_lines(self, lines: list[str]) -> None:
+        """Append several lines with one write and one flush (rotating where ``write`` would)."""
+        # caller holds self.lock
+        chunk: list[str] = []
+        size = self._size
+        for line in lines:
+            chunk.append(line)
+            size += len(line) + 1
+            if size >= self.max_bytes:
+                self._fh.write("\n".join(chunk) + "\n")
+                self._fh.flush()
+                chunk = []
+                self._rotate()
+                size = 0
+        if chunk:
+            self._fh.write("\n".join(chunk) + "\n")
+            self._fh.flush()
+        self._size = size
+
     def _rotate(self) -> None:
         self._fh.close()
         stem, suffix = self.path.name.split(".", 1)
@@ -72,32 +96,43 @@ class _RotatingLines:
                 self._fh.close()
 
 
+#: What the calling thread queues for an ended span: its spool and the parts the encoder reads
+#: (spool, name, trace id, span id, parent span id, kind, start, end, attributes, status, events,
+#: resource, scope). One tuple instead of the SDK's ReadableSpan and the objects it holds keeps the
+#: queue from feeding the cyclic GC: a queued ReadableSpan is ~8 tracked objects, which made the
+#: calling thread run young and full collections the run without a recorder never needs.
+_Ended = tuple[
+    "Spool", str, "int | None", "int | None", "int | None", SpanKind, "int | None", "int | None",
+    "Mapping[str, Any]", Status, "Sequence[Event]", Resource, "InstrumentationScope | None"]
+
+
 class _SpanWriter:
     """Encodes ended spans as OTLP/JSON and appends them to their spool, off the caller's thread.
 
-    Encoding a span costs far more than creating it (~60 µs against ~30 µs), so the calling thread
-    only queues it; a daemon thread writes the queue every ``interval`` seconds. Closing or sealing a
-    spool drains the queue first, so a finished run's trace is complete. A worker killed with SIGKILL
-    loses the spans of at most the last ``interval`` (events are still written synchronously: the event
-    log is the record recovery relies on). The queue is bounded: past ``max_pending`` spans the caller
-    writes the queue itself (back-pressure) instead of holding more in memory.
+    Encoding a span costs more than creating it, so the calling thread only queues its parts; a
+    daemon thread writes the queue every ``interval`` seconds, one write and one flush per spool and
+    batch. Closing or sealing a spool drains the queue first, so a finished run's trace is complete. A
+    worker killed with SIGKILL loses the spans of at most the last ``interval`` (events are still
+    written synchronously: the event log is the record recovery relies on). The queue is bounded:
+    past ``max_pending`` spans the caller writes the queue itself (back-pressure) instead of holding
+    more in memory.
     """
 
     def __init__(self, interval: float = 0.1, max_pending: int = 4096) -> None:
         self.interval = interval
         self.max_pending = max_pending
-        self._pending: collections.deque[tuple[Spool, ReadableSpan]] = collections.deque()
+        self._pending: collections.deque[_Ended] = collections.deque()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._drain_lock = threading.Lock()
 
-    def submit(self, spool: Spool, span: ReadableSpan) -> None:
+    def submit(self, ended: _Ended) -> None:
         if len(self._pending) >= self.max_pending:
             # back-pressure: a burst faster than the thread writes is written by the caller, so
             # memory stays bounded and no span is lost
             self.drain()
-        self._pending.append((spool, span))
+        self._pending.append(ended)
         if self._thread is None:
             self._start()
 
@@ -117,15 +152,36 @@ class _SpanWriter:
 
     def drain(self) -> None:
         """Write everything queued (called by the thread, and by close/seal/force_flush)."""
+        pending = self._pending
         with self._drain_lock:
-            while self._pending:
-                spool, span = self._pending.popleft()
-                try:
-                    spool.write_span(span)
-                except Exception:  # noqa: BLE001 - never raise into the SDK / user code
-                    from ._runtime import internal_error
+            while pending:
+                batch: dict[Spool, list[str]] = {}
+                for _ in range(min(len(pending), _BATCH)):
+                    ended = pending.popleft()
+                    try:
+                        line = ended[0].span_line(ended)
+                    except Exception:  # noqa: BLE001 - never raise into the SDK / user code
+                        _spool_error()
+                        continue
+                    lines = batch.get(ended[0])
+                    if lines is None:
+                        batch[ended[0]] = [line]
+                    else:
+                        lines.append(line)
+                for spool, lines in batch.items():
+                    try:
+                        spool.write_trace_lines(lines)
+                    except Exception:  # noqa: BLE001
+                        _spool_error()
 
-                    internal_error("spooling a span")
+
+_BATCH = 128  # spans encoded before they are written (one write + flush per spool and batch)
+
+
+def _spool_error() -> None:
+    from ._runtime import internal_error
+
+    internal_error("spooling a span")
 
 
 _writer = _SpanWriter()
@@ -142,7 +198,7 @@ class Spool:
         self.events = _RotatingLines(directory / "events.jsonl", max_file_bytes, max_files)
         self.trace = _RotatingLines(directory / "trace.jsonl", max_file_bytes, max_files)
         self._seq = last_seq(directory)
-        self._prefixes: dict[int, tuple[str, str]] = {}
+        self._prefixes: dict[int, tuple[InstrumentationScope | None, str, str]] = {}
         self.logs: _RotatingLines | None = None  # created by the first log record
 
     def write_event(self, record: dict[str, Any]) -> int:
@@ -153,16 +209,25 @@ class Spool:
             self.events.write(json.dumps(record, separators=(",", ":"), default=str))
             return self._seq
 
+    def span_line(self, ended: _Ended) -> str:
+        """One trace.jsonl line: an ExportTraceServiceRequest holding the span (writer thread)."""
+        (_, name, trace_id, span_id, parent_id, kind, start, end, attributes, status, events,
+         resource, scope) = ended
+        around = self._prefixes.get(id(scope))
+        if around is None or around[0] is not scope:  # ids of dead scopes are reused
+            around = (scope, *_otlp_json.document_prefix(resource, scope))
+            self._prefixes[id(scope)] = around
+        body = _otlp_json.span_json(name, trace_id, span_id, parent_id, kind, start, end,
+                                    attributes, status, events)
+        return around[1] + body + around[2]
+
     def write_span(self, span: ReadableSpan) -> None:
-        scope: InstrumentationScope | None = span.instrumentation_scope
-        key = id(scope)
-        body = json.dumps(_otlp_json.span_dict(span), separators=(",", ":"))
+        """Encode and append one ended span now (the writer thread queues them instead)."""
+        self.write_trace_lines([self.span_line(_ended(self, span, _attribute_dict(span)))])
+
+    def write_trace_lines(self, lines: list[str]) -> None:
         with self.trace.lock:
-            around = self._prefixes.get(key)
-            if around is None:
-                around = _otlp_json.document_prefix(span.resource, scope)
-                self._prefixes[key] = around
-            self.trace.write(around[0] + body + around[1])
+            self.trace.write_lines(lines)
 
     def write_log(self, record: ReadWriteLogRecord) -> None:
         """Append one log record as an OTLP/JSON ExportLogsServiceRequest line (logs.jsonl)."""
@@ -246,17 +311,78 @@ class RecorderLogProcessor(LogRecordProcessor):
         return True
 
 
-def _current_run_var() -> Any:
-    """The run context variable (imported lazily: _run imports this module)."""
-    global _run_var
-    if _run_var is None:
-        from ._run import _current
-
-        _run_var = _current
-    return _run_var
+#: The run whose ``with`` block the caller is in (``_run.current_run()`` reads it). Defined here so
+#: ``on_start`` reads it without an import: the Run class lives in _run, which imports this module.
+current_run_var: contextvars.ContextVar[Any] = contextvars.ContextVar("agenttrail_run", default=None)
 
 
-_run_var: Any = None
+def _ended(spool: Spool, span: ReadableSpan, attributes: Mapping[str, Any]) -> _Ended:
+    """The parts of an ended span the encoder needs, read on the calling thread.
+
+    Read from the ReadableSpan's fields directly: its properties cost ~60 ns each and ``events``
+    copies the list under a lock (~0.4 µs); falls back to the properties if the SDK's fields are
+    named otherwise.
+    """
+    try:
+        f = span.__dict__
+        ctx, parent, events = f["_context"], f["_parent"], f["_events"]._dq
+        return (spool, f["_name"], ctx[0], ctx[1], parent[1] if parent is not None else None,
+                f["_kind"], f["_start_time"], f["_end_time"], attributes, f["_status"],
+                tuple(events) if events else (), f["_resource"], f["_instrumentation_scope"])
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return _ended_public(spool, span, attributes)
+
+
+def _ended_public(spool: Spool, span: ReadableSpan, attributes: Mapping[str, Any]) -> _Ended:
+    ctx = span.context
+    parent = span.parent
+    return (spool, span.name, ctx.trace_id if ctx else None, ctx.span_id if ctx else None,
+            parent.span_id if parent is not None else None, span.kind, span.start_time,
+            span.end_time, attributes, span.status, span.events, span.resource,
+            span.instrumentation_scope)
+
+
+def _attribute_dict(span: ReadableSpan) -> Mapping[str, Any]:
+    """The ended span's attributes as the SDK's own dict (no copy, no read-only proxy).
+
+    ``span.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``: every
+    ``get`` goes through two Python-level mappings, and a missing key costs a caught ``KeyError``.
+    The dict under it no longer changes once the span has ended. Falls back to ``span.attributes``
+    if the SDK keeps its attributes some other way.
+    """
+    try:
+        inner = span._attributes._dict  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess, reportUnknownMemberType]
+    except AttributeError:
+        inner = None
+    if type(inner) is dict:
+        return inner  # pyright: ignore[reportUnknownVariableType]
+    return span.attributes or {}
+
+
+def _stamp(span: Span, identity: tuple[tuple[str, str], ...]) -> bool:
+    """Add the run identity to a span that has just started, as ``set_attributes`` would.
+
+    ``set_attributes`` takes the span's lock and the attributes' lock and re-validates the values:
+    ~2 µs per span, most of the recorder's cost on the calling thread. A span in ``on_start`` is
+    not visible to any other thread yet, and the identity is plain strings (``Run.stamp_items``),
+    so when no limit applies (attribute count, value length) the values go straight into the
+    attributes' dict, at its end, as ``set_attributes`` puts them. Returns False when the caller
+    must use ``set_attributes`` instead.
+    """
+    try:
+        attrs = span._attributes  # pyright: ignore[reportPrivateUsage]
+        inner = attrs._dict  # pyright: ignore[reportPrivateUsage]
+        if (type(attrs) is not BoundedAttributes or type(inner) is not dict
+                or attrs.max_value_len is not None or attrs._immutable  # pyright: ignore[reportPrivateUsage]
+                or (attrs.maxlen is not None and len(inner) + len(identity) > attrs.maxlen)):
+            return False
+    except AttributeError:
+        return False
+    for key, value in identity:
+        if key in inner:
+            del inner[key]  # an existing key moves to the end, as in set_attributes
+        inner[key] = value
+    return True
 
 
 class RecorderProcessor(SpanProcessor):
@@ -291,26 +417,30 @@ class RecorderProcessor(SpanProcessor):
         return self._llm_spans.pop(span_id, None)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        run = _current_run_var().get()
+        run = current_run_var.get()
         if run is not None:
-            span.set_attributes(run.span_identity)  # one call: the SDK takes its lock once
+            items = run.stamp_items
+            if items is None or not _stamp(span, items):
+                span.set_attributes(run.span_identity)
 
     def on_end(self, span: ReadableSpan) -> None:
-        attrs = span.attributes or {}
+        attrs = _attribute_dict(span)
+        parent = span.parent
         if (
-            span.parent is not None
-            and span.parent.span_id in self._llm_spans
+            self._llm_spans
+            and parent is not None
+            and parent.span_id in self._llm_spans
             and attrs.get(names.USAGE_INPUT_TOKENS) is not None
             and (span.instrumentation_scope is None or span.instrumentation_scope.name != "agenttrail")
         ):
             scope = span.instrumentation_scope
-            self._llm_spans[span.parent.span_id] = scope.name if scope else "unknown"
+            self._llm_spans[parent.span_id] = scope.name if scope else "unknown"
         run_id = attrs.get(names.RUN_ID)
         if run_id is None:
             return
         spool = self._spools.get(str(run_id))
         if spool is not None:
-            _writer.submit(spool, span)
+            _writer.submit(_ended(spool, span, attrs))
 
     def shutdown(self) -> None:
         return None

@@ -24,12 +24,12 @@ from opentelemetry.util.genai.utils import fq_exception_type
 
 from .. import names
 from ._content import safe_content, scrub, to_json
-from ._recorder import SPOOL_DIRNAME, Spool, last_seq
+from ._recorder import SPOOL_DIRNAME, Spool, current_run_var, last_seq
 from ._runtime import RecorderOptions, RunFailed, internal_error, state
 
 __all__ = ["Operation", "Run", "RunFailed", "current_run", "run"]
 
-_current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("agenttrail_run", default=None)
+_current: contextvars.ContextVar[Run | None] = current_run_var
 
 
 def current_run() -> Run | None:
@@ -118,8 +118,10 @@ class Run:
         # globs of the workspace paths the run means to change (judged by workspace_drift)
         self.write_paths = list(write_paths) if write_paths is not None else None
         self.resumed = False
-        # stamped on every span started inside the run (RecorderProcessor.on_start)
+        # stamped on every span started inside the run (RecorderProcessor.on_start); stamp_items:
+        # the same as (key, str) pairs for its fast path, None when a value is not a str
         self.span_identity: dict[str, str] = {}
+        self.stamp_items: tuple[tuple[str, str], ...] | None = None
         self.conversation_id = conversation_id or run_id
         self.bundle_options = dict(bundle_options or {})
         self.status = "running"
@@ -149,7 +151,10 @@ class Run:
     def conversation_id(self, value: str) -> None:
         """Integrations set it from their framework (LangGraph thread id, Agents SDK group id)."""
         self._conversation_id = value
-        self.span_identity = {names.CONVERSATION_ID: value, names.RUN_ID: self.run_id}
+        identity = {names.CONVERSATION_ID: value, names.RUN_ID: self.run_id}
+        self.span_identity = identity
+        self.stamp_items = (tuple(identity.items())
+                            if all(type(v) is str for v in identity.values()) else None)
 
     # -- paths ---------------------------------------------------------------------------------
     @property
