@@ -1,4 +1,4 @@
-"""The fast read of trace files: what it reuses between rows must never mix rows up."""
+"""The fast read of trace files: rows never mix up, and odd but real attribute lists still load."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agenttrail.store import open_store
+from agenttrail.store import SPAN_ATTRIBUTES, open_store
 
 
 def _line(span_id: str, resource: Sequence[tuple[str, Mapping[str, object]]] | None) -> str:
@@ -19,7 +19,7 @@ def _line(span_id: str, resource: Sequence[tuple[str, Mapping[str, object]]] | N
 
 
 def test_each_span_keeps_its_own_resource_when_lines_differ(tmp_path: Path) -> None:
-    """The first line's resource MAP is built once and reused; any other resource gets its own."""
+    """Every row keeps its own resource, whether lines repeat one or not."""
     first = [("service.name", {"stringValue": "a"}), ("pid", {"intValue": "7"})]
     lines = [
         _line("01", first),
@@ -43,7 +43,7 @@ def test_each_span_keeps_its_own_resource_when_lines_differ(tmp_path: Path) -> N
 
 
 def test_first_line_longer_than_the_sniffed_head_still_loads(tmp_path: Path) -> None:
-    """A first line past the 64 KiB head gives no memo; every resource is then built row by row."""
+    """A first line past the 64 KiB head the loader sniffs for the key spelling still loads."""
     big = [("service.name", {"stringValue": "x" * 70_000})]
     (tmp_path / "trace.jsonl").write_text(_line("01", big) + _line("02", big))
     store = open_store([tmp_path])
@@ -67,3 +67,45 @@ def test_lines_longer_than_the_default_json_buffer_still_load_in_one_pass(tmp_pa
     assert spans == [("01", None, None), ("02", None, 34_000_000)]  # lineno NULL: the one-pass read
     assert got_events == [(1, None, 34_000_000), (2, None, None)]
     assert warnings == []
+
+
+def _attrs_line(span_id: str, attrs: list[dict[str, object]]) -> str:
+    span = {"traceId": "ab", "spanId": span_id, "name": "chat m", "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2", "attributes": attrs}
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "s"}, "spans": [span]}]}]}) + "\n"
+
+
+REPEATED = [{"key": "gen_ai.request.model", "value": {"stringValue": "first"}},
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "second"}},
+            {"value": {"stringValue": "no key"}},
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": 12}}]
+
+
+def test_repeated_and_missing_keys_load_first_value_wins(tmp_path: Path) -> None:
+    """OTLP forbids a repeated or missing key, but a hand-rolled exporter may write one (and DuckDB
+    refuses to build such a MAP): the row still loads on both the one-pass and the line-by-line read,
+    the lists keep every entry, the typed columns and SPAN_ATTRIBUTES take the first value, and the
+    virtual ``attributes`` MAP is NULL for that row only."""
+    for damaged in (False, True):
+        d = tmp_path / f"damaged-{damaged}"
+        d.mkdir()
+        lines = [_attrs_line("01", REPEATED), _attrs_line("02", REPEATED[1:2])]
+        if damaged:
+            lines.insert(1, "{not json\n")  # forces the careful, line-by-line read
+        (d / "trace.jsonl").write_text("".join(lines))
+        store = open_store([d])
+        got = store.sql(f"SELECT span_id, kind, request_model, input_tokens, attr_keys, attr_values, attributes, "
+                        f"{SPAN_ATTRIBUTES} FROM spans ORDER BY span_id")
+        warnings = store.sql("SELECT line, message FROM load_warnings WHERE file = 'trace.jsonl'")
+        store.close()
+        assert got == [
+            ("01", "llm", "first", 12,
+             ["gen_ai.request.model", "gen_ai.operation.name", "gen_ai.request.model", None,
+              "gen_ai.usage.input_tokens"],
+             ["first", "chat", "second", "no key", "12"], None,
+             {"gen_ai.request.model": "first", "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": "12"}),
+            ("02", "llm", None, None, ["gen_ai.operation.name"], ["chat"], {"gen_ai.operation.name": "chat"},
+             {"gen_ai.operation.name": "chat"}),
+        ], damaged
+        assert warnings == ([(2, "not valid JSON; line skipped")] if damaged else []), damaged

@@ -26,7 +26,7 @@ GROUP BY bundle_id, tool ORDER BY bundle_id, total_s DESC
 STREAMS = """
 SELECT bundle_id, any_value(run_id), count(*) AS n, max(silent_s), list(span_id), list(seq)
 FROM (
-    SELECT bundle_id, run_id, TRY_CAST(attributes['gen_ai.response.time_to_first_chunk'] AS DOUBLE) AS silent_s,
+    SELECT bundle_id, run_id, TRY_CAST(attr_values[list_position(attr_keys, 'gen_ai.response.time_to_first_chunk')] AS DOUBLE) AS silent_s,
            span_id, NULL::BIGINT AS seq FROM spans WHERE kind = 'llm'
     UNION ALL
     SELECT bundle_id, run_id, TRY_CAST(data->>'silent_s' AS DOUBLE), span_id, seq

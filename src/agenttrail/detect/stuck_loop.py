@@ -21,7 +21,7 @@ WITH c AS (
            t.error, t.span_id, t.seq_start, t.start_ns, t.end_ns,
            hash(t.tool, t.input_hash, t.status, t.error, r.result) AS key
     FROM tool_calls t
-    LEFT JOIN (SELECT bundle_id, span_id, attributes['gen_ai.tool.call.result'] AS result
+    LEFT JOIN (SELECT bundle_id, span_id, attr_values[list_position(attr_keys, 'gen_ai.tool.call.result')] AS result
                FROM spans WHERE kind = 'tool') r ON t.source = 'span' AND r.bundle_id = t.bundle_id
                                                  AND r.span_id = t.span_id),
 f AS (SELECT *, CASE WHEN key IS DISTINCT FROM lag(key) OVER w THEN 1 ELSE 0 END AS new_streak

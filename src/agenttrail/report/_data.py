@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..detect.finding import Finding
-from ..store import Store
+from ..store import Store, first_value_map
 
 
 @dataclass(frozen=True)
@@ -273,7 +273,7 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
     cap = _row_cap(store, "spans", "name", bid, limits.spans, limits.span_bytes, 80, 60)
     with_attrs = total <= 2_000
     # rank on light columns only; the attributes map is read for the chosen rows alone (by rowid)
-    rows = store.sql("""
+    rows = store.sql(f"""
         WITH s AS (
             SELECT rowid AS rid, span_id, kind, CAST(start_ns AS BIGINT) AS start_ns,
                    status_code = 2 AS err, list_contains($2, span_id) AS evid
@@ -290,7 +290,7 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
                x.status_code = 2, x.status_message, x.input_tokens, x.output_tokens,
                coalesce(x.response_model, x.request_model), x.tool_name, x.error_type,
                CASE WHEN c.evid OR (x.status_code = 2 AND c.err_rn <= 200) OR $4
-                    THEN left(CAST(to_json(x.attributes) AS VARCHAR), $5) END
+                    THEN left(CAST(to_json({first_value_map("x.attr_keys", "x.attr_values")}) AS VARCHAR), $5) END
         FROM chosen c JOIN spans x ON x.rowid = c.rid
         ORDER BY x.start_ns, x.span_id""",
         [bid, list(evidence), cap, with_attrs, limits.detail_chars])

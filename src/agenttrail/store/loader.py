@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,10 +103,7 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     con.execute("SET TimeZone = 'UTC'; SET enable_progress_bar = false")
     store = Store(con=con, bundles=bundles)
     con.execute(SCHEMA)
-    # the spans table takes its columns from the same SELECT that fills it
-    empty = _sql.typed_spans(_sql.raw_spans_fast('auto')).replace(_sql.MAX_OBJECT, str(_sql.OBJECT_SIZE))
-    con.execute(f"CREATE TABLE spans AS {empty}",
-                {"file": _empty_trace_file(), "head": "", "bundle_id": 0, "run_id": ""})
+    _create_spans_table(con)
     pricing.create_table(con, price_rows)
     steps = len(bundles) * 4 + 1
     for i, b in enumerate(bundles, 1):
@@ -117,7 +115,8 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
     if progress:
         progress("deriving llm_calls, tool_calls, operations", steps, steps)
     t = time.perf_counter()
-    _derive(con)
+    with _unordered(con):
+        _derive(con)
     store.timings["derive"] = time.perf_counter() - t
     store.load_seconds = time.perf_counter() - t0
     if key is not None and store.load_seconds >= cache_min_seconds and str(database) == ":memory:":
@@ -125,6 +124,16 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
         store.cache_path = cache.write(con, key, cache_dir)
         store.timings["cache_write"] = time.perf_counter() - t
     return store
+
+
+def _create_spans_table(con: duckdb.DuckDBPyConnection) -> None:
+    """The spans table takes its columns from the same SELECT that fills it, plus the virtual MAPs."""
+    empty = _sql.typed_spans(_sql.raw_spans_fast('auto')).replace(_sql.MAX_OBJECT, str(_sql.OBJECT_SIZE))
+    con.execute(f"CREATE TEMP TABLE _spans_shape AS {empty}",
+                {"file": _empty_trace_file(), "bundle_id": 0, "run_id": ""})
+    columns = ", ".join(f'"{name}" {type_}' for name, type_, *_ in con.execute("DESCRIBE _spans_shape").fetchall())
+    con.execute("DROP TABLE _spans_shape")
+    con.execute(f"CREATE TABLE spans ({columns}, {_sql.VIRTUAL_COLUMNS})")
 
 
 def _step(progress: Progress | None, what: str, i: int, n: int) -> None:
@@ -144,7 +153,8 @@ def _warn_bad_lines(con: duckdb.DuckDBPyConnection, bundle_id: int, table: str, 
 
 
 def _fast_or_careful(con: duckdb.DuckDBPyConnection, fast: str,
-                     fast_params: Sequence[Any] | dict[str, Any], careful: Callable[[], None]) -> None:
+                     fast_params: Sequence[Any] | dict[str, Any], careful: Callable[[], None], *,
+                     ordered: bool = False) -> None:
     """Run the one-pass read; when the file has a damaged line, fall back to the line-by-line read.
 
     ``fast`` reads with ``maximum_object_size={max_object}``: DuckDB's default first (parallel, small
@@ -153,12 +163,25 @@ def _fast_or_careful(con: duckdb.DuckDBPyConnection, fast: str,
     params = fast_params if isinstance(fast_params, dict) else list(fast_params)
     for size in (_sql.OBJECT_SIZE, _sql.LARGE_OBJECT_SIZE):
         try:
-            con.execute(fast.replace(_sql.MAX_OBJECT, str(size)), params)
+            with nullcontext() if ordered else _unordered(con):
+                con.execute(fast.replace(_sql.MAX_OBJECT, str(size)), params)
             return
         except (duckdb.InvalidInputException, duckdb.ConversionException) as e:
             if "maximum_object_size" not in str(e) or size == _sql.LARGE_OBJECT_SIZE:
                 break
     careful()
+
+
+@contextmanager
+def _unordered(con: duckdb.DuckDBPyConnection) -> Generator[None]:
+    """Let a bulk insert write its rows in whatever order its threads finish (measured at 1M spans:
+    15-20% faster, less memory). Only for statements that number nothing by position: ``row_number()
+    OVER ()`` line numbers (the careful paths, checkpoints) need the file order and run outside this."""
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        con.execute("RESET preserve_insertion_order")
 
 
 _EVENT_SELECT = """
@@ -234,7 +257,7 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
         _warn_bad_lines(con, bid, "_tr_lines", tf.name)
         con.execute(f"INSERT INTO load_warnings SELECT ?, ?, lineno, message FROM ({_sql.TRACE_SHAPE_WARNINGS}) "
                     "WHERE message IS NOT NULL ORDER BY lineno LIMIT 50", [bid, tf.name])
-        con.execute(f"INSERT INTO spans {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
+        con.execute(f"INSERT INTO spans BY NAME {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
                     {"bundle_id": bid, "run_id": b.run_id})
         con.execute("DROP TABLE _tr_lines")
         _nothing_readable(con, bid, tf, "spans", "OTLP/JSON traces (resourceSpans → scopeSpans → spans)")
@@ -242,9 +265,8 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
     with open(tf, encoding="utf-8", errors="replace") as fh:
         head = fh.read(1 << 16)
     fast = _sql.typed_spans(_sql.raw_spans_fast(fmt, head))
-    _fast_or_careful(con, f"INSERT INTO spans {fast}",
-                     {"file": str(tf), "head": _sql.first_line(head), "bundle_id": bid, "run_id": b.run_id},
-                     careful)
+    _fast_or_careful(con, f"INSERT INTO spans BY NAME {fast}",
+                     {"file": str(tf), "bundle_id": bid, "run_id": b.run_id}, careful)
 
 
 def _load_checkpoints(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, path: Path) -> None:
@@ -272,7 +294,8 @@ def _load_checkpoints(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, path:
         INSERT INTO checkpoints {select}
         FROM (SELECT *, row_number() OVER () AS lineno
               FROM read_json(?, columns={_sql.CHECKPOINT_COLUMNS}, format='newline_delimited',
-                             maximum_object_size={_sql.MAX_OBJECT}))""", [bid, b.run_id, str(path)], careful)
+                             maximum_object_size={_sql.MAX_OBJECT}))""", [bid, b.run_id, str(path)], careful,
+                     ordered=True)  # lineno is the row's position in the file
 
 
 def _load_tool_calls_csv(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, csv_path: Path) -> None:
