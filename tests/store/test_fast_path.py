@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agenttrail.store import SPAN_ATTRIBUTES, open_store
+from agenttrail.store import open_store
 
 
 def _line(span_id: str, resource: Sequence[tuple[str, Mapping[str, object]]] | None) -> str:
@@ -85,8 +85,7 @@ REPEATED = [{"key": "gen_ai.request.model", "value": {"stringValue": "first"}},
 def test_repeated_and_missing_keys_load_first_value_wins(tmp_path: Path) -> None:
     """OTLP forbids a repeated or missing key, but a hand-rolled exporter may write one (and DuckDB
     refuses to build such a MAP): the row still loads on both the one-pass and the line-by-line read,
-    the lists keep every entry, the typed columns and SPAN_ATTRIBUTES take the first value, and the
-    virtual ``attributes`` MAP is NULL for that row only."""
+    the lists keep every entry, and the typed columns and the ``attributes`` MAP take the first value."""
     for damaged in (False, True):
         d = tmp_path / f"damaged-{damaged}"
         d.mkdir()
@@ -95,17 +94,16 @@ def test_repeated_and_missing_keys_load_first_value_wins(tmp_path: Path) -> None
             lines.insert(1, "{not json\n")  # forces the careful, line-by-line read
         (d / "trace.jsonl").write_text("".join(lines))
         store = open_store([d])
-        got = store.sql(f"SELECT span_id, kind, request_model, input_tokens, attr_keys, attr_values, attributes, "
-                        f"{SPAN_ATTRIBUTES} FROM spans ORDER BY span_id")
+        got = store.sql("SELECT span_id, kind, request_model, input_tokens, attr_keys, attr_values, attributes "
+                        "FROM spans ORDER BY span_id")
         warnings = store.sql("SELECT line, message FROM load_warnings WHERE file = 'trace.jsonl'")
         store.close()
         assert got == [
             ("01", "llm", "first", 12,
              ["gen_ai.request.model", "gen_ai.operation.name", "gen_ai.request.model", None,
               "gen_ai.usage.input_tokens"],
-             ["first", "chat", "second", "no key", "12"], None,
+             ["first", "chat", "second", "no key", "12"],
              {"gen_ai.request.model": "first", "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": "12"}),
-            ("02", "llm", None, None, ["gen_ai.operation.name"], ["chat"], {"gen_ai.operation.name": "chat"},
-             {"gen_ai.operation.name": "chat"}),
+            ("02", "llm", None, None, ["gen_ai.operation.name"], ["chat"], {"gen_ai.operation.name": "chat"}),
         ], damaged
         assert warnings == ([(2, "not valid JSON; line skipped")] if damaged else []), damaged

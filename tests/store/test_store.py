@@ -15,8 +15,9 @@ from tests.detect.builder import BundleBuilder, iso
 
 def test_documented_tables_exist_with_their_key_columns(demo_bundle: Path) -> None:
     store = open_store([demo_bundle])
-    tables = {r[0] for r in store.sql("SELECT table_name FROM duckdb_tables()")}
-    assert {"runs", "spans", "events", "llm_calls", "tool_calls", "operations", "checkpoints", "files",
+    tables = {r[0] for r in store.sql("SELECT table_name FROM duckdb_tables() UNION "
+                                      "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+    assert {"runs", "spans", "span_rows", "events", "llm_calls", "tool_calls", "operations", "checkpoints", "files",
             "load_warnings", "prices", "features", "workspace_changes"} <= tables
     assert store.sql("SELECT checkpoint_id, step, \"values\"->>'messages' FROM checkpoints ORDER BY step") == [
         ("ckpt-010", 10, "23"), ("ckpt-020", 20, "43"), ("ckpt-030", 30, "63")]

@@ -272,12 +272,13 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
     total = store.sql("SELECT count(*) FROM spans WHERE bundle_id = ?", [bid])[0][0]
     cap = _row_cap(store, "spans", "name", bid, limits.spans, limits.span_bytes, 80, 60)
     with_attrs = total <= 2_000
-    # rank on light columns only; the attributes map is read for the chosen rows alone (by rowid)
+    # rank on light columns only; the attributes map is built for the chosen rows alone (span_rows, the
+    # table behind the spans view, by rowid)
     rows = store.sql(f"""
         WITH s AS (
             SELECT rowid AS rid, span_id, kind, CAST(start_ns AS BIGINT) AS start_ns,
                    status_code = 2 AS err, list_contains($2, span_id) AS evid
-            FROM spans WHERE bundle_id = $1),
+            FROM span_rows WHERE bundle_id = $1),
         ranked AS (
             SELECT *, row_number() OVER (
                 ORDER BY CASE WHEN evid THEN 0 WHEN err THEN 1
@@ -291,7 +292,7 @@ def span_rows(store: Store, bid: int, t0: int, evidence: Sequence[str], limits: 
                coalesce(x.response_model, x.request_model), x.tool_name, x.error_type,
                CASE WHEN c.evid OR (x.status_code = 2 AND c.err_rn <= 200) OR $4
                     THEN left(CAST(to_json({first_value_map("x.attr_keys", "x.attr_values")}) AS VARCHAR), $5) END
-        FROM chosen c JOIN spans x ON x.rowid = c.rid
+        FROM chosen c JOIN span_rows x ON x.rowid = c.rid
         ORDER BY x.start_ns, x.span_id""",
         [bid, list(evidence), cap, with_attrs, limits.detail_chars])
     ids = [r[0] for r in rows]

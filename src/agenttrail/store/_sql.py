@@ -3,7 +3,7 @@
 Conventions understood (shared/reference/telemetry-and-stack.md §7): OpenTelemetry GenAI (current and
 legacy ``gen_ai.system`` / ``prompt_tokens``), OpenLLMetry ``traceloop.*``, OpenInference ``llm.*`` /
 ``openinference.span.kind``. Every attribute is also kept: ``attr_keys``/``attr_values`` (parallel lists)
-and the virtual ``attributes`` MAP built from them.
+in the ``span_rows`` table, and the ``attributes`` MAP built from them by the ``spans`` view.
 
 Two ways in, one typed result: the fast path reads a file with ``read_json`` and an explicit nested
 schema (no sampling, no JSON re-parsing); the careful path, used only when the fast one meets a damaged
@@ -71,7 +71,7 @@ def typed_attr_lists(expr: str) -> tuple[str, str]:
 # Attributes are kept as two parallel lists (keys, values) rather than a MAP: DuckDB checks every
 # MAP's keys as it builds it, which cost more than parsing the JSON they came from (measured at 1M
 # spans: 1.2 s of a 3.8 s read); a lookup is the same linear scan either way. The ``attributes`` and
-# ``resource`` MAPs are virtual columns of the spans table, built only for the rows a query reads.
+# ``resource`` MAPs are columns of the ``spans`` view (SPANS_VIEW), built only for the rows a query reads.
 _RAW_SPANS_FAST = f"""
 WITH rs AS (SELECT unnest({{resource_spans}}) AS r
             FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', records=true,
@@ -206,6 +206,11 @@ SESSION_ID = (f"coalesce({a(n.CONVERSATION_ID)}, {a('session.id')}, "
               f"{a('traceloop.association.properties.run_id')}, "
               f"{a('traceloop.association.properties.session_id')})")
 
+# The type of the last exception an errored span recorded (OpenInference and Logfire put it only in the
+# ``exception`` event, as OpenTelemetry's record_exception does; GenAI's ``error.type`` is the same name).
+EXCEPTION_TYPE = ("list_filter(CAST(span_events->'$[*].attributes[*]' AS JSON[]), "
+                  "lambda e: e->>'key' = 'exception.type')[-1]->'value'->>'stringValue'")
+
 SPAN_COLUMNS = f"""
     coalesce({a(n.PROVIDER_NAME)}, {a(n.LEGACY_SYSTEM)}, {a('llm.provider')}, {a('llm.system')}) AS provider,
     coalesce({a(n.REQUEST_MODEL)}, {a('llm.model_name')}, {a(n.RESPONSE_MODEL)}) AS request_model,
@@ -220,7 +225,8 @@ SPAN_COLUMNS = f"""
     {_int(n.USAGE_CACHE_READ_INPUT_TOKENS, 'llm.token_count.prompt_details.cache_read')} AS cache_read_tokens,
     {_int(n.USAGE_CACHE_WRITE_INPUT_TOKENS, n.USAGE_CACHE_CREATION_INPUT_TOKENS,
           'llm.token_count.prompt_details.cache_write')} AS cache_write_tokens,
-    coalesce({a(n.ERROR_TYPE)}, CASE WHEN status_code = 2 THEN '_OTHER' END) AS error_type,
+    coalesce({a(n.ERROR_TYPE)}, CASE WHEN status_code = 2 THEN coalesce({EXCEPTION_TYPE}, '_OTHER') END)
+        AS error_type,
     coalesce({a(n.TOOL_INPUT_HASH)},
              CASE WHEN operation = 'execute_tool' AND {TOOL_ARGS} IS NOT NULL
                   THEN substr(sha256({TOOL_ARGS}), 1, 16) END) AS input_hash,
@@ -239,18 +245,23 @@ _SPAN_KIND = """coalesce(TRY_CAST(kind_raw AS INTEGER),
                   WHEN 'SPAN_KIND_CONSUMER' THEN 5 END)"""
 
 
-# The spans table's virtual columns: MAPs built from the stored lists when a query reads them. A list
-# with a repeated or NULL key (OTLP forbids both; a hand-rolled exporter may write them) makes no valid
-# MAP: the column is NULL there, the lists keep every entry, and ``first_value_map`` shows them.
-VIRTUAL_COLUMNS = ("attributes MAP(VARCHAR, VARCHAR) AS (TRY(MAP(attr_keys, attr_values))) VIRTUAL, "
-                   "resource MAP(VARCHAR, VARCHAR) AS (TRY(MAP(resource_keys, resource_values))) VIRTUAL")
-
-
 def first_value_map(keys: str = "attr_keys", values: str = "attr_values") -> str:
-    """The lists as a MAP in every case: NULL keys dropped, the first value of a repeated key kept.
-    For the few rows a view shows; a lambda per row is too slow for a whole table."""
-    return (f"map_from_entries(list_filter(list_zip({keys}, {values}), "
-            f"lambda e, i: e[1] IS NOT NULL AND list_position({keys}, e[1]) = i))")
+    """Parallel key/value lists as a MAP. A list with a repeated or NULL key (OTLP forbids both; a
+    hand-rolled exporter may write them) makes no valid MAP: there, NULL keys are dropped and the first
+    value of a repeated key is kept. Only such a row pays for the filter."""
+    return (f"coalesce(TRY(MAP({keys}, {values})), map_from_entries(list_filter(list_zip({keys}, {values}), "
+            f"lambda e, i: e[1] IS NOT NULL AND list_position({keys}, e[1]) = i)))")
+
+
+# ``spans`` is a view over the ``span_rows`` table: its ``attributes`` and ``resource`` MAPs are built
+# only for the rows and columns a query reads. (Not generated columns: DuckDB evaluates those on every
+# INSERT to check them, which is the cost the lists avoid.)
+SPANS_VIEW = f"""
+CREATE OR REPLACE VIEW spans AS
+SELECT *, {first_value_map("attr_keys", "attr_values")} AS attributes,
+       {first_value_map("resource_keys", "resource_values")} AS resource
+FROM span_rows
+"""
 
 
 def typed_spans(raw: str) -> str:

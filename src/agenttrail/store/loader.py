@@ -127,13 +127,11 @@ def open_store(paths: Iterable[str | Path], database: str | Path = ":memory:", *
 
 
 def _create_spans_table(con: duckdb.DuckDBPyConnection) -> None:
-    """The spans table takes its columns from the same SELECT that fills it, plus the virtual MAPs."""
+    """``span_rows`` takes its columns from the same SELECT that fills it; ``spans`` is the view over it."""
     empty = _sql.typed_spans(_sql.raw_spans_fast('auto')).replace(_sql.MAX_OBJECT, str(_sql.OBJECT_SIZE))
-    con.execute(f"CREATE TEMP TABLE _spans_shape AS {empty}",
+    con.execute(f"CREATE TABLE span_rows AS {empty}",
                 {"file": _empty_trace_file(), "bundle_id": 0, "run_id": ""})
-    columns = ", ".join(f'"{name}" {type_}' for name, type_, *_ in con.execute("DESCRIBE _spans_shape").fetchall())
-    con.execute("DROP TABLE _spans_shape")
-    con.execute(f"CREATE TABLE spans ({columns}, {_sql.VIRTUAL_COLUMNS})")
+    con.execute(_sql.SPANS_VIEW)
 
 
 def _step(progress: Progress | None, what: str, i: int, n: int) -> None:
@@ -258,7 +256,7 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
         _warn_bad_lines(con, bid, "_tr_lines", tf.name)
         con.execute(f"INSERT INTO load_warnings SELECT ?, ?, lineno, message FROM ({_sql.TRACE_SHAPE_WARNINGS}) "
                     "WHERE message IS NOT NULL ORDER BY lineno LIMIT 50", [bid, tf.name])
-        con.execute(f"INSERT INTO spans BY NAME {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
+        con.execute(f"INSERT INTO span_rows BY NAME {_sql.typed_spans(_sql.RAW_SPANS_LINES)}",
                     {"bundle_id": bid, "run_id": b.run_id})
         con.execute("DROP TABLE _tr_lines")
         _nothing_readable(con, bid, tf, "spans", "OTLP/JSON traces (resourceSpans → scopeSpans → spans)")
@@ -266,7 +264,7 @@ def _load_spans(con: duckdb.DuckDBPyConnection, bid: int, b: Bundle, tf: Path) -
     with open(tf, encoding="utf-8", errors="replace") as fh:
         head = fh.read(1 << 16)
     fast = _sql.typed_spans(_sql.raw_spans_fast(fmt, head))
-    _fast_or_careful(con, f"INSERT INTO spans BY NAME {fast}",
+    _fast_or_careful(con, f"INSERT INTO span_rows BY NAME {fast}",
                      {"file": str(tf), "bundle_id": bid, "run_id": b.run_id}, careful)
 
 
@@ -422,7 +420,7 @@ def _identity_from_telemetry(con: duckdb.DuckDBPyConnection, bid: int, fallback:
     run_id = row[0] if row else None
     if run_id:
         con.execute("UPDATE runs SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
-        con.execute("UPDATE spans SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
+        con.execute("UPDATE span_rows SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
         con.execute("UPDATE events SET run_id = ? WHERE bundle_id = ? AND run_id = ?", [run_id, bid, fallback])
         con.execute("UPDATE checkpoints SET run_id = ? WHERE bundle_id = ?", [run_id, bid])
         for table in ("tool_calls_csv", "features", "workspace_changes"):

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from ..store import SPAN_ATTRIBUTES, Store
+from ..store import Store
 from ..store import queries as named_queries
 
 Cursor = duckdb.DuckDBPyConnection
@@ -208,10 +208,10 @@ def gc_deferred(freeze: Callable[[], bool] = lambda: True) -> Generator[None]:
 
 
 def span_detail(con: Cursor, bundle_id: int, span_id: str) -> dict[str, Any] | None:
-    cur = con.execute(f"""
+    cur = con.execute("""
         SELECT span_id, parent_span_id, trace_id, name, kind, operation, status_code, status_message,
                error_type, start_ts, end_ts, duration_ms, provider, request_model, tool_name, input_hash,
-               input_tokens, output_tokens, {SPAN_ATTRIBUTES} AS attributes, span_events
+               input_tokens, output_tokens, attributes, span_events
         FROM spans WHERE bundle_id = ? AND span_id = ? LIMIT 1""", [bundle_id, span_id])
     cols = [d[0] for d in cur.description or []]
     row = cur.fetchone()
