@@ -1,9 +1,10 @@
 """``agenttrail bundle import`` from traces real instrumentation libraries produced in this test run.
 
-tests/bundle/trace_producers.py runs each library (OpenLLMetry's, OpenInference's and the official
-GenAI OpenAI instrumentation) around the real ``openai`` client against a local Chat Completions
-server, in its own process (each sets the global tracer provider), and writes the same spans as
-OTLP/JSON lines, protobuf JSON (camel and snake case), a Tempo API body and Jaeger JSON.
+tests/bundle/trace_producers.py runs each library (OpenLLMetry's, OpenInference's, the official
+GenAI OpenAI instrumentation and Pydantic Logfire's ``instrument_openai``) around the real ``openai``
+client against a local Chat Completions server, in its own process (each sets the global tracer
+provider), and writes the same spans as OTLP/JSON lines, protobuf JSON (camel and snake case), a Tempo
+API body and Jaeger JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -21,6 +22,7 @@ from agenttrail.bundle.importers import import_bundle
 from agenttrail.bundle.reader import open_bundle
 from agenttrail.bundle.verify import verify
 from agenttrail.cli import _register_optional, cli
+from agenttrail.detect import run_detectors
 from agenttrail.errors import BundleError, BundleFormatError
 from agenttrail.store import open_store
 
@@ -37,7 +39,7 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("traces")
     procs = {lib: subprocess.Popen([sys.executable, str(HERE / "trace_producers.py"), lib, str(base / lib)],
                                    stderr=subprocess.PIPE, text=True)
-             for lib in ("official", "openllmetry", "openinference")}
+             for lib in ("official", "openllmetry", "openinference", "logfire")}
     for lib, p in procs.items():
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -70,23 +72,41 @@ def _canonical(spans: list[dict[str, Any]], jaeger: bool = False) -> list[tuple[
                   for s in spans)
 
 
+class Expected(NamedTuple):
+    scope: str  # of the LLM spans
+    conventions: dict[str, int]  # the import's tally
+    run_id: str | None  # the session the spans name (None: nothing does, the trace id is the run)
+    request_model: str  # of the call that succeeded, as the store maps it
+    error_type: str  # of the call that got HTTP 500
+    error: str  # its status message
+
+
+_500 = "Error code: 500 - upstream overloaded"
 EXPECTED = {
-    # library: (scope of the LLM spans, convention, run id, model of the failed call)
-    "official": ("opentelemetry.instrumentation.genai.openai", "genai", SESSION, "gpt-4o"),
-    "openllmetry": ("opentelemetry.instrumentation.openai.v1", "openllmetry", None, "gpt-4o"),
-    "openinference": ("openinference.instrumentation.openai", "openinference", SESSION, "gpt-4o"),
+    "official": Expected("opentelemetry.instrumentation.genai.openai", {"genai": 2, "other": 1}, SESSION,
+                         "gpt-4o", "openai.InternalServerError", _500),
+    "openllmetry": Expected("opentelemetry.instrumentation.openai.v1", {"openllmetry": 2, "other": 1}, None,
+                            "gpt-4o", "InternalServerError", _500),
+    # OpenInference writes the response's model as llm.model_name; the exception type is in the event
+    "openinference": Expected("openinference.instrumentation.openai", {"openinference": 2, "other": 1},
+                              SESSION, "gpt-4o-2024-08-06", "openai.InternalServerError",
+                              f"InternalServerError: {_500}"),
+    # Logfire's tracer provider adds logfire.* attributes to every span, the harness's root too; the
+    # session is baggage it copies onto every span; the exception type is only in the event
+    "logfire": Expected("logfire.openai", {"logfire": 3}, SESSION, "gpt-4o", "openai.InternalServerError",
+                        f"InternalServerError: {_500}"),
 }
 
 
 @pytest.mark.parametrize("library", sorted(EXPECTED))
 def test_every_export_format_imports_to_the_same_spans(library: str, produced: dict[str, Path],
                                                        tmp_path: Path) -> None:
-    scope, convention, run_id, _ = EXPECTED[library]
+    scope, conventions, run_id = EXPECTED[library][:3]
     canon = {}
     for fmt, kind in FORMATS.items():
         r = import_bundle([produced[library] / f"{fmt}.json"], tmp_path / fmt, run_id=None)
         assert (r.spans, r.formats) == (3, {str(produced[library] / f"{fmt}.json"): kind})
-        assert r.conventions == {convention: 2, "other": 1}
+        assert r.conventions == conventions
         assert r.warnings == []
         result = verify(tmp_path / fmt)
         assert result.ok, result.lines()
@@ -117,19 +137,27 @@ def test_every_export_format_imports_to_the_same_spans(library: str, produced: d
 @pytest.mark.parametrize("library", sorted(EXPECTED))
 def test_imported_bundle_analyses_like_a_native_one(library: str, produced: dict[str, Path],
                                                     tmp_path: Path) -> None:
-    failed_model = EXPECTED[library][3]
+    x = EXPECTED[library]
     out = tmp_path / "b"
     import_bundle([produced[library] / "protojson.json"], out, run_id="run-x")
     store = open_store([out])
-    calls = store.rows("SELECT provider, model, input_tokens, output_tokens, error IS NOT NULL AS failed "
+    calls = store.rows("SELECT provider, model, request_model, input_tokens, output_tokens, error_type, error "
                        "FROM llm_calls ORDER BY ts")
     assert calls == [
-        {"provider": "openai", "model": "gpt-4o-2024-08-06", "input_tokens": 12, "output_tokens": 3,
-         "failed": False},
-        {"provider": "openai", "model": failed_model, "input_tokens": 0, "output_tokens": 0, "failed": True},
+        {"provider": "openai", "model": "gpt-4o-2024-08-06", "request_model": x.request_model,
+         "input_tokens": 12, "output_tokens": 3, "error_type": None, "error": None},
+        {"provider": "openai", "model": "gpt-4o", "request_model": "gpt-4o", "input_tokens": 0,
+         "output_tokens": 0, "error_type": x.error_type, "error": x.error},
     ]
     assert store.rows("SELECT run_id, status, failure_type FROM runs") == [
         {"run_id": "run-x", "status": "failed", "failure_type": "upstream_overloaded"}]
+    # the session each convention names reaches the LLM calls (the run id given overrides it)
+    assert store.rows("SELECT kind, operation, conversation_id, run_id FROM spans ORDER BY start_ns") == [
+        {"kind": "other", "operation": None, "conversation_id": SESSION if library == "logfire" else None,
+         "run_id": "run-x"},
+        *[{"kind": "llm", "operation": "chat", "conversation_id": x.run_id, "run_id": "run-x"}] * 2]
+    analysis = run_detectors(store)  # every detector runs on them; none has anything to report
+    assert (analysis.findings, analysis.failures) == ([], [])
     if library == "openinference":  # GenAI names were added next to OpenInference's own
         attrs = store.rows("SELECT attributes['gen_ai.usage.input_tokens'] AS i, "
                            "attributes['llm.token_count.prompt'] AS p, "

@@ -4,10 +4,13 @@
 
 LIBRARY: ``official`` (opentelemetry-instrumentation-genai-openai, on util-genai), ``openllmetry``
 (opentelemetry-instrumentation-openai from OpenLLMetry), ``openinference``
-(openinference-instrumentation-openai). Each instruments the real ``openai`` client, which talks to a
-local HTTP server answering like the Chat Completions API (no network): one call succeeds with
-usage 12 in / 3 out, the next gets HTTP 500. Both run inside a root span ``agent-run`` that ends
-with an error, like a harness whose run failed.
+(openinference-instrumentation-openai), ``logfire`` (Pydantic Logfire's ``instrument_openai``, with
+nothing sent anywhere: ``send_to_logfire=False``, no console, no metrics; its finished spans reach the
+same in-memory exporter through ``additional_span_processors``). Each instruments the real ``openai``
+client, which talks to a local HTTP server answering like the Chat Completions API (no network: a
+connection to any other address fails the run): one call succeeds with usage 12 in / 3 out, the next
+gets HTTP 500. Both run inside a root span ``agent-run`` that ends with an error, like a harness whose
+run failed.
 
 The same finished spans are written in each format, as the tools that export them write them:
 ``otlp-lines`` (hex ids, one ExportTraceServiceRequest a line: the collector's file exporter and
@@ -58,11 +61,13 @@ def produce(library: str) -> Sequence[Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.trace import Status, StatusCode
 
+    sys.addaudithook(_loopback_only)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatCompletions)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     exporter = InMemorySpanExporter()
+    if library == "logfire":
+        return _produce_logfire(server, exporter)
     provider = TracerProvider(resource=Resource.create({"service.name": f"{library}-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
@@ -81,11 +86,41 @@ def produce(library: str) -> Sequence[Any]:
         session = using_session(SESSION)
         session.__enter__()
     OpenAIInstrumentor().instrument(tracer_provider=provider)
+    _agent_run(provider.get_tracer("demo-harness"), _client(server))
+    server.shutdown()
+    return exporter.get_finished_spans()
+
+
+def _produce_logfire(server: ThreadingHTTPServer, exporter: Any) -> Sequence[Any]:
+    """Logfire makes its own tracer provider (and sets it as the global one); the extra processor
+    sees the spans it finishes, as its own exporters would. The session rides in OpenTelemetry baggage,
+    which Logfire copies onto every span started inside ``set_baggage`` (its own way to tag a trace)."""
+    import logfire
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    logfire.configure(send_to_logfire=False, console=False, metrics=False, inspect_arguments=False,
+                      service_name="logfire-agent", additional_span_processors=[SimpleSpanProcessor(exporter)])
+    client = _client(server)
+    logfire.instrument_openai(client)
+    with logfire.set_baggage(**{"gen_ai.conversation.id": SESSION}):
+        _agent_run(trace.get_tracer("demo-harness"), client)
+    server.shutdown()
+    return exporter.get_finished_spans()
+
+
+def _client(server: ThreadingHTTPServer) -> Any:
     import openai
 
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1",
-                           api_key="sk-proj-" + "k" * 32, max_retries=0)
-    tracer = provider.get_tracer("demo-harness")
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1",
+                         api_key="sk-proj-" + "k" * 32, max_retries=0)
+
+
+def _agent_run(tracer: Any, client: Any) -> None:
+    """The harness: a root span around one call that succeeds and one that gets HTTP 500."""
+    import openai
+    from opentelemetry.trace import Status, StatusCode
+
     with tracer.start_as_current_span("agent-run", record_exception=False,
                                       set_status_on_exception=False) as root:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
@@ -94,8 +129,14 @@ def produce(library: str) -> Sequence[Any]:
         except openai.InternalServerError as e:
             root.set_attribute("error.type", "upstream_overloaded")
             root.set_status(Status(StatusCode.ERROR, f"model call failed: {e.status_code}"))
-    server.shutdown()
-    return exporter.get_finished_spans()
+
+
+def _loopback_only(event: str, args: tuple[Any, ...]) -> None:
+    """Audit hook: nothing a producer does may open a connection off this machine."""
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        host = str(args[1][0])
+        if host not in ("127.0.0.1", "::1", "localhost"):
+            raise RuntimeError(f"{host}: a trace producer tried to reach the network")
 
 
 def _protojson(spans: Sequence[Any], snake: bool = False) -> dict[str, Any]:
