@@ -2,7 +2,7 @@
 
 Conventions understood (shared/reference/telemetry-and-stack.md §7): OpenTelemetry GenAI (current and
 legacy ``gen_ai.system`` / ``prompt_tokens``), OpenLLMetry ``traceloop.*``, OpenInference ``llm.*`` /
-``openinference.span.kind``. Every attribute is also kept: ``attr_keys``/``attr_values`` (parallel lists)
+``openinference.span.kind``, Logfire (GenAI names; its error type only in an ``exception`` event). Every attribute is also kept: ``attr_keys``/``attr_values`` (parallel lists)
 in the ``span_rows`` table, and the ``attributes`` MAP built from them by the ``spans`` view.
 
 Two ways in, one typed result: the fast path reads a file with ``read_json`` and an explicit nested
