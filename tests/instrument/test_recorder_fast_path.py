@@ -186,3 +186,59 @@ def test_limited_spans_in_a_run_still_carry_the_identity(telemetry: Telemetry, t
         tracer._span_limits = limits  # type: ignore[attr-defined]
     span = telemetry.span("limited")
     assert dict(span.attributes or {}) == {"gen_ai.conversation.id": "run", "agenttrail.run.id": "run"}
+
+
+@pytest.mark.parametrize("values", [
+    {"gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30, "gen_ai.response.model": "m",
+     "gen_ai.response.id": "r", "gen_ai.response.finish_reasons": ("stop", "length")},
+    {"f": 1.5, "b": True, "a": "moved to the end"},
+    {"list": ["stop"], "i": 1},  # a list: the SDK makes it a tuple
+    {"mixed": ("a", 1)},  # the SDK drops a mixed sequence
+    {"bytes": b"x", "none": None},
+])
+def test_set_plain_attributes_matches_set_attributes(values: dict[str, Any]) -> None:
+    from agenttrail.instrument._recorder import set_plain_attributes
+
+    got = []
+    for fast in (True, False):
+        span = TracerProvider().get_tracer("t").start_span("s", attributes={"a": 0, "z": 1})
+        if fast:
+            set_plain_attributes(span, values)
+        else:
+            span.set_attributes(values)
+        span.end()
+        attrs = dict(span.attributes or {})  # type: ignore[attr-defined]
+        got.append((list(attrs.items()), span.dropped_attributes))  # type: ignore[attr-defined]
+    assert got[0] == got[1]
+
+
+def test_set_plain_attributes_respects_limits() -> None:
+    from agenttrail.instrument._recorder import set_plain_attributes
+
+    for limits in (SpanLimits(max_span_attributes=3), SpanLimits(max_span_attribute_length=2)):
+        got = []
+        for fast in (True, False):
+            span = TracerProvider(span_limits=limits).get_tracer("t").start_span("s", attributes={"a": 0, "b": 1})
+            values = {"c": "long value", "d": "x"}
+            if fast:
+                set_plain_attributes(span, values)
+            else:
+                span.set_attributes(values)
+            span.end()
+            got.append((list(dict(span.attributes or {}).items()), span.dropped_attributes))  # type: ignore[attr-defined]
+        assert got[0] == got[1]
+
+
+def test_is_stream_answers_per_type() -> None:
+    from agenttrail.instrument._stream import is_stream
+
+    def gen() -> Any:
+        yield 1
+
+    async def agen() -> Any:
+        yield 1
+
+    a = agen()
+    for _ in range(2):  # the second round reads the cached answers
+        assert is_stream(gen()) and is_stream(a) and is_stream(iter([1]))
+        assert not is_stream({"a": 1}) and not is_stream("s") and not is_stream([1]) and not is_stream(None)

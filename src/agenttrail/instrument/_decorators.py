@@ -24,6 +24,7 @@ from opentelemetry.util.genai.utils import fq_exception_type
 
 from .. import names
 from ._content import input_hash, safe_content, scrub, truncate
+from ._recorder import set_plain_attributes
 from ._run import Run, current_run
 from ._runtime import RunFailed, internal_error, state
 from ._stream import is_stream, proxy_stream
@@ -487,7 +488,7 @@ class LlmCall:
         if delegated:
             span.set_attribute(names.DELEGATED_TO, delegated)
         else:
-            span.set_attributes(u.span_attributes())
+            set_plain_attributes(span, u.span_attributes())
         if self.first_chunk_s is not None:
             span.set_attribute(names.RESPONSE_TIME_TO_FIRST_CHUNK, self.first_chunk_s)
         output = (_semconv_messages(u.output_text, "assistant")

@@ -33,7 +33,34 @@ def _get(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
+class _Attributes:
+    """``.get`` for an object that keeps its fields neither in a dict nor in a ``__dict__``."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def get(self, key: str) -> Any:
+        return getattr(self.obj, key, None)
+
+
+def _fields(obj: Any) -> Any:
+    """Something whose ``.get(key)`` is ``_get(obj, key)`` (``obj`` not None): read several fields
+    of one object without repeating the dispatch."""
+    if type(obj) is dict:
+        return obj
+    d = getattr(obj, "__dict__", None)
+    if d is not None:
+        return d
+    if isinstance(obj, Mapping):
+        return obj
+    return _Attributes(obj)
+
+
 def _int(value: Any) -> int | None:
+    if value is None or type(value) is int:
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -68,21 +95,24 @@ class Usage:
             self.output_text = (self.output_text or "") + other.output_text
 
     def span_attributes(self) -> dict[str, Any]:
+        """The span attributes, in this order; finish reasons as a tuple (what the SDK stores)."""
         out: dict[str, Any] = {}
-        pairs = (
-            (names.USAGE_INPUT_TOKENS, self.input_tokens),
-            (names.USAGE_OUTPUT_TOKENS, self.output_tokens),
-            (names.USAGE_CACHE_READ_INPUT_TOKENS, self.cache_read_tokens),
-            (names.USAGE_CACHE_WRITE_INPUT_TOKENS, self.cache_write_tokens),
-            (names.USAGE_REASONING_OUTPUT_TOKENS, self.reasoning_tokens),
-            (names.RESPONSE_MODEL, self.response_model),
-            (names.RESPONSE_ID, self.response_id),
-        )
-        for key, value in pairs:
-            if value is not None:
-                out[key] = value
+        if self.input_tokens is not None:
+            out[names.USAGE_INPUT_TOKENS] = self.input_tokens
+        if self.output_tokens is not None:
+            out[names.USAGE_OUTPUT_TOKENS] = self.output_tokens
+        if self.cache_read_tokens is not None:
+            out[names.USAGE_CACHE_READ_INPUT_TOKENS] = self.cache_read_tokens
+        if self.cache_write_tokens is not None:
+            out[names.USAGE_CACHE_WRITE_INPUT_TOKENS] = self.cache_write_tokens
+        if self.reasoning_tokens is not None:
+            out[names.USAGE_REASONING_OUTPUT_TOKENS] = self.reasoning_tokens
+        if self.response_model is not None:
+            out[names.RESPONSE_MODEL] = self.response_model
+        if self.response_id is not None:
+            out[names.RESPONSE_ID] = self.response_id
         if self.finish_reasons:
-            out[names.RESPONSE_FINISH_REASONS] = list(self.finish_reasons)
+            out[names.RESPONSE_FINISH_REASONS] = tuple(self.finish_reasons)
         return out
 
 
@@ -93,29 +123,31 @@ def extract_response(resp: Any, with_text: bool = False, into: Usage | None = No
     u = into if into is not None else Usage()
     if resp is None or isinstance(resp, (str, bytes, int, float)):
         return u
+    f = _fields(resp)
     # Anthropic stream events wrap the message: message_start.message / message_delta.usage
-    inner = _get(resp, "message")
-    if inner is not None and not isinstance(inner, str) and _get(resp, "type") == "message_start":
+    inner = f.get("message")
+    if inner is not None and not isinstance(inner, str) and f.get("type") == "message_start":
         resp = inner
-    model = _get(resp, "model")
+        f = _fields(resp)
+    model = f.get("model")
     if isinstance(model, str):
         u.response_model = model
-    rid = _get(resp, "id")
+    rid = f.get("id")
     if isinstance(rid, str):
         u.response_id = rid
-    usage = _get(resp, "usage")
+    usage = f.get("usage")
     if usage is not None:
         _read_usage(usage, u)
     # OpenAI chat: choices[].finish_reason; responses API: status; Anthropic: stop_reason
-    choices = _get(resp, "choices")
+    choices = f.get("choices")
     if isinstance(choices, list):
         for choice in choices:
             reason = _get(choice, "finish_reason")
             if isinstance(reason, str) and reason not in u.finish_reasons:
                 u.finish_reasons.append(reason)
-    stop = _get(resp, "stop_reason")
+    stop = f.get("stop_reason")
     if stop is None:
-        stop = _get(_get(resp, "delta"), "stop_reason")
+        stop = _get(f.get("delta"), "stop_reason")
     if isinstance(stop, str):
         u.finish_reasons.append(stop)
     if with_text:
@@ -147,24 +179,29 @@ def _output_text(resp: Any, choices: Any) -> str | None:
 
 
 def _read_usage(usage: Any, u: Usage) -> None:
-    prompt = _int(_get(usage, "prompt_tokens"))
-    completion = _int(_get(usage, "completion_tokens"))
+    f = _fields(usage)
+    prompt = _int(f.get("prompt_tokens"))
+    completion = _int(f.get("completion_tokens"))
     if prompt is not None or completion is not None:  # OpenAI chat completions
         u.input_tokens = prompt
         u.output_tokens = completion
-        details = _get(usage, "prompt_tokens_details")
-        u.cache_read_tokens = _int(_get(details, "cached_tokens"))
-        u.cache_write_tokens = _int(_get(details, "cache_write_tokens"))
-        u.reasoning_tokens = _int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
+        details = f.get("prompt_tokens_details")
+        if details is None:
+            u.cache_read_tokens = u.cache_write_tokens = None
+        else:
+            d = _fields(details)
+            u.cache_read_tokens = _int(d.get("cached_tokens"))
+            u.cache_write_tokens = _int(d.get("cache_write_tokens"))
+        u.reasoning_tokens = _int(_get(f.get("completion_tokens_details"), "reasoning_tokens"))
         return
-    inp = _int(_get(usage, "input_tokens"))
-    out = _int(_get(usage, "output_tokens"))
-    cache_read = _int(_get(usage, "cache_read_input_tokens"))
-    cache_write = _int(_get(usage, "cache_creation_input_tokens"))
-    details = _get(usage, "input_tokens_details")  # OpenAI responses API
+    inp = _int(f.get("input_tokens"))
+    out = _int(f.get("output_tokens"))
+    cache_read = _int(f.get("cache_read_input_tokens"))
+    cache_write = _int(f.get("cache_creation_input_tokens"))
+    details = f.get("input_tokens_details")  # OpenAI responses API
     if details is not None:
         u.cache_read_tokens = _int(_get(details, "cached_tokens"))
-        u.reasoning_tokens = _int(_get(_get(usage, "output_tokens_details"), "reasoning_tokens"))
+        u.reasoning_tokens = _int(_get(f.get("output_tokens_details"), "reasoning_tokens"))
         u.input_tokens, u.output_tokens = inp, out
         return
     if cache_read is not None or cache_write is not None:  # Anthropic: input excludes cache
