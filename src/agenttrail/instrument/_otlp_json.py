@@ -10,12 +10,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _quote  # what json.dumps uses (C)
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanKind, Status
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..bundle.otlp import any_value, key_values
 
@@ -81,6 +81,9 @@ def _float_json(value: float) -> str:
 
 
 _INF = float("inf")
+# Enum ``.value`` is a descriptor call: the few kinds and status codes are spelled once
+_KIND_JSON: Final = {k: int.__repr__(k.value + _KIND_OFFSET) for k in SpanKind}
+_CODE_JSON: Final = {c: int.__repr__(c.value) for c in StatusCode}
 
 
 def _scalar_json(value: Any) -> str:
@@ -126,11 +129,11 @@ def span_json(name: str, trace_id: int | None, span_id: int | None, parent_id: i
         '{"traceId":"', format(trace_id, "032x") if valid else "",
         '","spanId":"', format(span_id, "016x") if valid else "",
         '","name":', _quote(name) if type(name) is str else json.dumps(name),
-        ',"kind":', int.__repr__(kind.value + _KIND_OFFSET),
+        ',"kind":', _KIND_JSON.get(kind) or int.__repr__(kind.value + _KIND_OFFSET),
         ',"startTimeUnixNano":', _quote(str(start or 0)),
         ',"endTimeUnixNano":', _quote(str(end or 0)),
         ',"attributes":', attributes_json(attributes) if attributes else "[]",
-        ',"status":{"code":', _scalar_json(status.status_code.value),
+        ',"status":{"code":', _CODE_JSON.get(status.status_code) or _scalar_json(status.status_code.value),
     ]
     if status.description:
         out.append(',"message":')

@@ -317,7 +317,7 @@ class RecorderLogProcessor(LogRecordProcessor):
 current_run_var: contextvars.ContextVar[Any] = contextvars.ContextVar("agenttrail_run", default=None)
 
 
-def _ended(spool: Spool, span: ReadableSpan, attributes: Mapping[str, Any]) -> _Ended:
+def _ended(spool: Spool, span: Any, attributes: Mapping[str, Any]) -> _Ended:
     """The parts of an ended span the encoder needs, read on the calling thread.
 
     Read from the ReadableSpan's fields directly: its properties cost ~60 ns each and ``events``
@@ -325,12 +325,12 @@ def _ended(spool: Spool, span: ReadableSpan, attributes: Mapping[str, Any]) -> _
     named otherwise.
     """
     try:
-        f = span.__dict__
-        ctx, parent, events = f["_context"], f["_parent"], f["_events"]._dq
-        return (spool, f["_name"], ctx[0], ctx[1], parent[1] if parent is not None else None,
-                f["_kind"], f["_start_time"], f["_end_time"], attributes, f["_status"],
-                tuple(events) if events else (), f["_resource"], f["_instrumentation_scope"])
-    except (AttributeError, KeyError, TypeError, IndexError):
+        ctx, parent, events = span._context, span._parent, span._events._dq
+        return (spool, span._name, ctx.trace_id, ctx.span_id,
+                parent.span_id if parent is not None else None, span._kind, span._start_time,
+                span._end_time, attributes, span._status, tuple(events) if events else (),
+                span._resource, span._instrumentation_scope)
+    except AttributeError:
         return _ended_public(spool, span, attributes)
 
 
@@ -343,7 +343,7 @@ def _ended_public(spool: Spool, span: ReadableSpan, attributes: Mapping[str, Any
             span.instrumentation_scope)
 
 
-def _attribute_dict(span: ReadableSpan) -> Mapping[str, Any]:
+def _attribute_dict(span: Any) -> Mapping[str, Any]:
     """The ended span's attributes as the SDK's own dict (no copy, no read-only proxy).
 
     ``span.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``: every
@@ -352,11 +352,11 @@ def _attribute_dict(span: ReadableSpan) -> Mapping[str, Any]:
     if the SDK keeps its attributes some other way.
     """
     try:
-        inner = span._attributes._dict  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess, reportUnknownMemberType]
+        inner = span._attributes._dict
     except AttributeError:
         inner = None
     if type(inner) is dict:
-        return inner  # pyright: ignore[reportUnknownVariableType]
+        return inner
     return span.attributes or {}
 
 
@@ -450,6 +450,8 @@ class RecorderProcessor(SpanProcessor):
     def delegated(self, span_id: int) -> str | None:
         return self._llm_spans.pop(span_id, None)
 
+    # on_start and on_end run for every span of the process, on its thread: kept to a few dict
+    # operations (bench/bench_bundle.py measures them).
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         run = current_run_var.get()
         if run is not None:
@@ -459,22 +461,25 @@ class RecorderProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         attrs = _attribute_dict(span)
+        if self._llm_spans:
+            self._note_delegation(span, attrs)
+        run_id = attrs.get(names.RUN_ID)
+        if run_id is None:
+            return
+        spool = self._spools.get(run_id if type(run_id) is str else str(run_id))
+        if spool is not None:
+            _writer.submit(_ended(spool, span, attrs))
+
+    def _note_delegation(self, span: ReadableSpan, attrs: Mapping[str, Any]) -> None:
         parent = span.parent
         if (
-            self._llm_spans
-            and parent is not None
+            parent is not None
             and parent.span_id in self._llm_spans
             and attrs.get(names.USAGE_INPUT_TOKENS) is not None
             and (span.instrumentation_scope is None or span.instrumentation_scope.name != "agenttrail")
         ):
             scope = span.instrumentation_scope
             self._llm_spans[parent.span_id] = scope.name if scope else "unknown"
-        run_id = attrs.get(names.RUN_ID)
-        if run_id is None:
-            return
-        spool = self._spools.get(str(run_id))
-        if spool is not None:
-            _writer.submit(_ended(spool, span, attrs))
 
     def shutdown(self) -> None:
         return None
