@@ -1,9 +1,10 @@
 """The flight recorder: a run's spans and events spooled to disk as they happen.
 
 The spool lives under ``<workspace>/.agenttrail/spool/<run_id>/`` and holds ``run.json`` (identity,
-written at start), ``events.jsonl`` and ``trace.jsonl`` (OTLP/JSON, one document per line). Every line is
-written and flushed to the OS as it happens, so a worker killed with SIGKILL loses at most the line
-being written; memory stays bounded because nothing accumulates in the process. Files rotate at
+written at start), ``events.jsonl`` and ``trace.jsonl`` (OTLP/JSON, one document per line). Every event
+line is written and flushed to the OS as it happens, so a worker killed with SIGKILL loses at most the
+line being written; spans are written by the spool thread (see ``_SpanWriter``), each batch with one
+write and one flush. Memory stays bounded because nothing accumulates in the process. Files rotate at
 ``max_file_bytes`` (``events.jsonl`` → ``events.1.jsonl`` …) and the oldest rotations beyond
 ``max_files`` are deleted, so the spool is bounded on disk too (the manifest records the loss).
 """
