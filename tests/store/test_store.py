@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agenttrail.errors import StoreError
-from agenttrail.store import open_store
+from agenttrail.detect import run_detectors
+from agenttrail.errors import BundleFormatError, StoreError
+from agenttrail.store import Store, open_store
 from tests.detect.builder import BundleBuilder, iso
 
 
@@ -83,6 +84,81 @@ def test_cache_hit_and_invalidation(demo_bundle: Path, tmp_path: Path) -> None:
     assert edited.sql("SELECT count(*) FROM events WHERE seq = 999")[0][0] == 1
     edited.close()
     assert len(list((cache / "store").glob("*.duckdb"))) == 2
+
+
+def test_lines_that_are_json_but_not_objects_are_named_not_dropped_silently(tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    b.mkdir()
+    good = {"seq": 1, "ts": "2026-01-01T00:00:00Z", "run_id": "r", "type": "note", "data": {}}
+    (b / "events.jsonl").write_text("\n".join([json.dumps(good), '["not", "an", "event"]', "42", '"text"',
+                                                "null", "true"]) + "\n")
+    (b / "checkpoints.jsonl").write_text('{"checkpoint_id": "c1", "step": 1}\n[1, 2]\n')
+    store = open_store([b])
+    events = store.sql("SELECT seq, type FROM events")
+    checkpoints = store.sql("SELECT checkpoint_id, step, lineno FROM checkpoints")
+    warnings = store.sql("SELECT file, line, message FROM load_warnings WHERE line IS NOT NULL ORDER BY file, line")
+    store.close()
+    assert events == [(1, "note")]
+    assert checkpoints == [("c1", 1, 1)]
+    assert warnings == [
+        ("checkpoints.jsonl", 2, "a JSON array, not an object; line skipped"),
+        ("events.jsonl", 2, "a JSON array, not an object; line skipped"),
+        ("events.jsonl", 3, "a JSON number, not an object; line skipped"),
+        ("events.jsonl", 4, "a JSON string, not an object; line skipped"),
+        ("events.jsonl", 5, "JSON null, not an object; line skipped"),
+        ("events.jsonl", 6, "a JSON boolean, not an object; line skipped")]
+
+
+def _snapshot(store: Store) -> list[object]:
+    return [store.sql(q) for q in (
+        "SELECT kind, count(*), sum(input_tokens), sum(output_tokens) FROM spans GROUP BY kind ORDER BY kind",
+        "SELECT count(*), sum(cost_usd) FROM llm_calls",
+        "SELECT tool, status, count(*) FROM tool_calls GROUP BY ALL ORDER BY ALL",
+        "SELECT count(*), max(seq) FROM events",
+        "SELECT attributes FROM spans WHERE kind = 'llm' ORDER BY start_ns LIMIT 1")]
+
+
+def test_big_bundles_load_straight_into_the_cache_file(demo_bundle: Path, tmp_path: Path) -> None:
+    """Past ``direct_cache_bytes`` the load goes into the cache file itself (no copy afterwards): the
+    store then reads from it, holds what an in-memory load holds, and the next open is a cache hit."""
+    cache = tmp_path / "cache"
+    memory = open_store([demo_bundle])
+    expected, findings = _snapshot(memory), [f.as_dict() for f in run_detectors(memory).findings]
+    memory.close()
+    direct = open_store([demo_bundle], use_cache=True, cache_dir=cache, direct_cache_bytes=0)
+    assert not direct.from_cache and direct.cache_path is not None and "cache_write" in direct.timings
+    assert _snapshot(direct) == expected
+    assert [f.as_dict() for f in run_detectors(direct).findings] == findings
+    direct.close()
+    assert sorted(p.name for p in (cache / "store").iterdir()) == [direct.cache_path.name]  # no temp files
+    again = open_store([demo_bundle], use_cache=True, cache_dir=cache, direct_cache_bytes=0)
+    assert again.from_cache and again.cache_path == direct.cache_path and _snapshot(again) == expected
+    again.close()
+
+
+def test_unwritable_cache_dir_still_loads(demo_bundle: Path, tmp_path: Path) -> None:
+    """A cache directory that cannot be created costs the cache, never the analysis."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory would go")
+    for direct_bytes in (0, 1 << 40):
+        store = open_store([demo_bundle], use_cache=True, cache_dir=blocker, cache_min_seconds=0,
+                           direct_cache_bytes=direct_bytes)
+        assert store.cache_path is None and not store.from_cache
+        assert store.sql("SELECT count(*) FROM llm_calls")[0][0] == 31
+        store.close()
+    assert blocker.read_text() == "a file where the cache directory would go"
+
+
+def test_failed_direct_load_leaves_no_cache_file(tmp_path: Path) -> None:
+    """A bundle that cannot be loaded at all fails as it would in memory (exit 2 in the CLI), and the
+    half-written cache file is removed."""
+    b = tmp_path / "bad"
+    b.mkdir()
+    (b / "events.jsonl").write_text('{not json\n')
+    cache = tmp_path / "cache"
+    with pytest.raises(BundleFormatError, match=r"events.jsonl:1: no line of events.jsonl could be read"):
+        open_store([b], use_cache=True, cache_dir=cache, direct_cache_bytes=0)
+    assert list((cache / "store").iterdir()) == []
 
 
 def test_store_into_a_duckdb_file(demo_bundle: Path, tmp_path: Path) -> None:

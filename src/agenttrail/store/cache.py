@@ -77,3 +77,37 @@ def write(con: duckdb.DuckDBPyConnection, cache_key: str, base: Path | None = No
         with contextlib.suppress(OSError):
             tmp.unlink()
         return None
+
+
+def building(cache_key: str, base: Path | None = None) -> Path | None:
+    """A fresh temporary path to load a big store straight into, or None when the cache directory
+    cannot be written (then the store is loaded in memory and not cached)."""
+    target = directory(base) / f"{cache_key}.duckdb"
+    tmp = target.with_name(f".{cache_key}.{os.getpid()}.tmp.duckdb")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        discard(tmp)
+        with open(tmp, "xb"):  # writable? (DuckDB creates it again below)
+            pass
+        tmp.unlink()
+    except OSError:
+        return None
+    return tmp
+
+
+def publish(tmp: Path, cache_key: str, base: Path | None = None) -> Path | None:
+    """Move a closed, fully loaded store from ``building`` into place; None (and the file removed)
+    when that fails."""
+    target = directory(base) / f"{cache_key}.duckdb"
+    try:
+        tmp.replace(target)
+        return target
+    except OSError:
+        discard(tmp)
+        return None
+
+
+def discard(tmp: Path) -> None:
+    for path in (tmp, tmp.with_name(tmp.name + ".wal")):
+        with contextlib.suppress(OSError):
+            path.unlink()
