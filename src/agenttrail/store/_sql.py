@@ -2,8 +2,9 @@
 
 Conventions understood (shared/reference/telemetry-and-stack.md §7): OpenTelemetry GenAI (current and
 legacy ``gen_ai.system`` / ``prompt_tokens``), OpenLLMetry ``traceloop.*``, OpenInference ``llm.*`` /
-``openinference.span.kind``, Logfire (GenAI names; its error type only in an ``exception`` event). Every attribute is also kept: ``attr_keys``/``attr_values`` (parallel lists)
-in the ``span_rows`` table, and the ``attributes`` MAP built from them by the ``spans`` view.
+``openinference.span.kind``, Logfire (GenAI names; its error type only in an ``exception`` event).
+Every attribute is also kept: ``attr_keys``/``attr_values`` (parallel lists) in the ``span_rows`` table,
+and the ``attributes`` MAP built from them by the ``spans`` view.
 
 Two ways in, one typed result: the fast path reads a file with ``read_json`` and an explicit nested
 schema (no sampling, no JSON re-parsing); the careful path, used only when the fast one meets a damaged
@@ -72,6 +73,8 @@ def typed_attr_lists(expr: str) -> tuple[str, str]:
 # MAP's keys as it builds it, which cost more than parsing the JSON they came from (measured at 1M
 # spans: 1.2 s of a 3.8 s read); a lookup is the same linear scan either way. The ``attributes`` and
 # ``resource`` MAPs are columns of the ``spans`` view (SPANS_VIEW), built only for the rows a query reads.
+_SPAN_KEYS, _SPAN_VALUES = typed_attr_lists("x.attributes")
+_RESOURCE_KEYS, _RESOURCE_VALUES = typed_attr_lists("res")
 _RAW_SPANS_FAST = f"""
 WITH rs AS (SELECT unnest({{resource_spans}}) AS r
             FROM read_json($file, columns={TRACE_COLUMNS}, format='{{fmt}}', records=true,
@@ -81,8 +84,8 @@ sp AS (SELECT res, s.scope.name AS scope_name, unnest(s.spans) AS x FROM ss)
 SELECT NULL::BIGINT AS lineno, x.traceId AS trace_id, x.spanId AS span_id, x.parentSpanId AS parent_span_id,
        x.name AS name, x.kind AS kind_raw, x.startTimeUnixNano AS start_raw, x.endTimeUnixNano AS end_raw,
        x.status.code AS status_raw, x.status.message AS status_message, scope_name,
-       {typed_attr_lists('x.attributes')[0]} AS attr_keys, {typed_attr_lists('x.attributes')[1]} AS attr_values,
-       {typed_attr_lists('res')[0]} AS resource_keys, {typed_attr_lists('res')[1]} AS resource_values,
+       {_SPAN_KEYS} AS attr_keys, {_SPAN_VALUES} AS attr_values,
+       {_RESOURCE_KEYS} AS resource_keys, {_RESOURCE_VALUES} AS resource_values,
        x.events AS span_events
 FROM sp
 """
@@ -129,6 +132,8 @@ def _arr(expr: str) -> str:
 
 
 # The careful path over a ``_tr_lines(lineno, line)`` table: bad lines are skipped (and reported).
+_LINE_KEYS, _LINE_VALUES = attr_lists("x->'attributes'")
+_LINE_RESOURCE_KEYS, _LINE_RESOURCE_VALUES = attr_lists("res")
 RAW_SPANS_LINES = f"""
 WITH docs AS (
     SELECT lineno, CAST(line AS JSON) AS j FROM _tr_lines
@@ -142,8 +147,8 @@ SELECT lineno, x->>'traceId' AS trace_id, x->>'spanId' AS span_id, x->>'parentSp
        x->>'name' AS name, x->>'kind' AS kind_raw, x->>'startTimeUnixNano' AS start_raw,
        x->>'endTimeUnixNano' AS end_raw, x->'status'->>'code' AS status_raw,
        x->'status'->>'message' AS status_message, scope_name,
-       {attr_lists("x->'attributes'")[0]} AS attr_keys, {attr_lists("x->'attributes'")[1]} AS attr_values,
-       {attr_lists('res')[0]} AS resource_keys, {attr_lists('res')[1]} AS resource_values,
+       {_LINE_KEYS} AS attr_keys, {_LINE_VALUES} AS attr_values,
+       {_LINE_RESOURCE_KEYS} AS resource_keys, {_LINE_RESOURCE_VALUES} AS resource_values,
        x->'events' AS span_events
 FROM sp WHERE json_type(x) = 'OBJECT'
 """

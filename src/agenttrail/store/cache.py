@@ -21,7 +21,7 @@ import duckdb
 from ..bundle.pack import cache_dir as _base_cache_dir
 from ..bundle.reader import Bundle
 
-SCHEMA_VERSION = 4  # 4: span attributes as key/value lists, MAPs virtual
+SCHEMA_VERSION = 4  # 4: span attributes as key/value lists in span_rows; MAPs in the spans view
 
 
 def directory(base: Path | None = None) -> Path:
