@@ -279,3 +279,36 @@ def test_non_util_genai_child_span_with_tokens_is_delegated(telemetry: Telemetry
     assert "gen_ai.usage.input_tokens" not in ours.attributes
     assert telemetry.metric_points("gen_ai.client.token.usage") == []
     assert r.tokens_used == 49  # the run's budget still counts them
+
+
+def test_usage_kept_outside_declared_fields_is_read(telemetry: Telemetry, tmp_path: Path) -> None:
+    """Response types that keep ``usage`` outside their declared fields: a pydantic extra (as LiteLLM's
+    ModelResponse sets it) and a property. Reading ``__dict__`` first must not hide them."""
+    from pydantic import BaseModel, ConfigDict
+
+    class ExtraResponse(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        id: str = "resp-1"
+        model: str = "gpt-4o-mini"
+
+    class PropertyResponse:
+        model = "claude-sonnet-4-5"
+
+        @property
+        def usage(self) -> dict[str, int]:
+            return {"input_tokens": 120, "output_tokens": 9}
+
+    @at.llm(provider="openai", model="gpt-4o-mini")
+    def extra() -> ExtraResponse:
+        return ExtraResponse(usage={"prompt_tokens": 31, "completion_tokens": 4})  # type: ignore[call-arg]
+
+    @at.llm(provider="anthropic", model="claude-sonnet-4-5")
+    def prop() -> PropertyResponse:
+        return PropertyResponse()
+
+    with at.run("p-extra", agent_name="a", workspace=tmp_path):
+        extra()
+        prop()
+    got = {s.name: (s.attributes["gen_ai.usage.input_tokens"], s.attributes["gen_ai.usage.output_tokens"])
+           for s in telemetry.finished() if s.name.startswith("chat ")}
+    assert got == {"chat gpt-4o-mini": (31, 4), "chat claude-sonnet-4-5": (120, 9)}
