@@ -242,3 +242,29 @@ def test_is_stream_answers_per_type() -> None:
     for _ in range(2):  # the second round reads the cached answers
         assert is_stream(gen()) and is_stream(a) and is_stream(iter([1]))
         assert not is_stream({"a": 1}) and not is_stream("s") and not is_stream([1]) and not is_stream(None)
+
+
+def test_a_failing_recorder_never_reaches_the_code_that_starts_or_ends_a_span(
+        telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK calls span processors unguarded; a bug in ours is logged once, the user's code runs on."""
+    from opentelemetry import trace
+
+    from agenttrail.instrument import _recorder, _runtime
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("recorder bug")
+
+    monkeypatch.setattr(_recorder, "_attribute_dict", broken)
+    monkeypatch.setattr(_recorder, "_stamp", broken)
+    monkeypatch.setenv("AGENTTRAIL_SWALLOW_ERRORS", "1")  # internal_error re-raises under pytest otherwise
+    monkeypatch.setattr(_runtime, "_reported", set())
+    tracer = trace.get_tracer("user")
+    with at.run("run-broken", "agent", workspace=tmp_path):
+        for _ in range(3):
+            with tracer.start_as_current_span("user work"):
+                pass
+    assert len([s for s in telemetry.finished() if s.name == "user work"]) == 3  # exported as usual
+    warnings = [r.getMessage() for r in caplog.records if "internal error" in r.getMessage()]
+    assert warnings == ["agenttrail: internal error while stamping a span with the run; telemetry continues",
+                        "agenttrail: internal error while queueing an ended span; telemetry continues"]

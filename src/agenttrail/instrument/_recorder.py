@@ -453,23 +453,35 @@ class RecorderProcessor(SpanProcessor):
 
     # on_start and on_end run for every span of the process, on its thread: kept to a few dict
     # operations (bench/bench_bundle.py measures them).
+    # The SDK calls span processors without a guard: whatever they raise reaches the code that
+    # started or ended the span, i.e. the user's. Hence the try blocks (free until something raises).
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        run = current_run_var.get()
-        if run is not None:
-            items = run.stamp_items
-            if items is None or not _stamp(span, items):
-                span.set_attributes(run.span_identity)
+        try:
+            run = current_run_var.get()
+            if run is not None:
+                items = run.stamp_items
+                if items is None or not _stamp(span, items):
+                    span.set_attributes(run.span_identity)
+        except Exception:  # noqa: BLE001 - never raise into the SDK / user code
+            from ._runtime import internal_error
+
+            internal_error("stamping a span with the run")
 
     def on_end(self, span: ReadableSpan) -> None:
-        attrs = _attribute_dict(span)
-        if self._llm_spans:
-            self._note_delegation(span, attrs)
-        run_id = attrs.get(names.RUN_ID)
-        if run_id is None:
-            return
-        spool = self._spools.get(run_id if type(run_id) is str else str(run_id))
-        if spool is not None:
-            _writer.submit(_ended(spool, span, attrs))
+        try:
+            attrs = _attribute_dict(span)
+            if self._llm_spans:
+                self._note_delegation(span, attrs)
+            run_id = attrs.get(names.RUN_ID)
+            if run_id is None:
+                return
+            spool = self._spools.get(run_id if type(run_id) is str else str(run_id))
+            if spool is not None:
+                _writer.submit(_ended(spool, span, attrs))
+        except Exception:  # noqa: BLE001 - never raise into the SDK / user code
+            from ._runtime import internal_error
+
+            internal_error("queueing an ended span")
 
     def _note_delegation(self, span: ReadableSpan, attrs: Mapping[str, Any]) -> None:
         parent = span.parent
